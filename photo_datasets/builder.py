@@ -1,0 +1,196 @@
+"""The base class of the package's builders: size configs, scanning, reporting.
+
+A builder subclasses `PhotoBuilder` and says three things: where its source is
+(`_find_source`), which files it holds (`_candidates`), and how one validated
+photo becomes an example (`_generate_examples`). The scan here reads every
+candidate once, validates it (`images.inspect_image`), hashes it for the split
+rule, and records what was skipped. Its result is reused by every config
+built in the same process, so `tfds build` walks a corpus once.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+from collections.abc import Hashable, Iterator
+from typing import Any
+
+import tensorflow_datasets as tfds
+from etils import epath
+from tensorflow_datasets.core.utils import tqdm_utils
+
+from photo_datasets import images, splits
+
+CHECKSUMS_DIR = epath.Path(__file__).parent.parent / "checksums"
+DEFAULT_IMAGE_SIZE = 224
+
+
+@dataclasses.dataclass
+class ImageSizeConfig(tfds.core.BuilderConfig):
+  """`image_size` None stores images at source size; N stores N×N crops."""
+
+  image_size: int | None = None
+
+
+def size_config(name: str) -> ImageSizeConfig:
+  if name == "full":
+    return ImageSizeConfig(
+        name="full",
+        description="Images at source size; clean JPEGs stored byte for byte.",
+    )
+  size = int(name)
+  if not 16 <= size <= 4096:
+    raise ValueError(f"Image size must be between 16 and 4096, got {name!r}.")
+  return ImageSizeConfig(
+      name=str(size),
+      image_size=size,
+      description=f"Images centre-cropped to a square and resized to {size}x{size}.",
+  )
+
+
+@dataclasses.dataclass(frozen=True)
+class Photo:
+  """One valid source image, as learned by the scan."""
+
+  file_name: str  # Example key and `file_name` feature: "<...>/<class>/<file>".
+  location: Hashable  # How the builder reads the bytes again.
+  digest: str  # SHA-256 of the source bytes.
+  check: images.ImageCheck
+
+  @property
+  def split(self) -> str:
+    return splits.split_of(self.digest)
+
+  @property
+  def folder(self) -> str:
+    return self.file_name.rsplit("/", 2)[-2]
+
+
+@dataclasses.dataclass
+class BuildReport:
+  """What a build skipped or noticed; stored in `builder.info.metadata`."""
+
+  skipped_files: list[dict[str, str]] = dataclasses.field(default_factory=list)
+  warnings: list[str] = dataclasses.field(default_factory=list)
+  duplicates: list[list[str]] = dataclasses.field(default_factory=list)
+  empty_splits: list[str] = dataclasses.field(default_factory=list)
+  ignored_files: int = 0
+  counts: dict[str, int] = dataclasses.field(default_factory=dict)
+
+  def skip(self, file_name: str, reason: str) -> None:
+    self.skipped_files.append({"file_name": file_name, "reason": reason})
+
+  def as_metadata(self) -> dict[str, Any]:
+    return dataclasses.asdict(self)
+
+
+def format_report(name: str, metadata: dict[str, Any], split_sizes: dict[str, int]) -> str:
+  """A short human summary of a build, from `builder.info.metadata`."""
+  lines = [f"{name}: " + ", ".join(f"{s} {n}" for s, n in split_sizes.items())]
+  skipped = metadata.get("skipped_files", [])
+  lines.append(f"  skipped files: {len(skipped)}")
+  lines += [f"    {s['file_name']}: {s['reason']}" for s in skipped]
+  if metadata.get("empty_splits"):
+    lines.append("  left out (no examples): " + ", ".join(metadata["empty_splits"]))
+  for key, value in sorted(metadata.get("counts", {}).items()):
+    lines.append(f"  {key.replace('_', ' ')}: {value}")
+  duplicates = metadata.get("duplicates", [])
+  if duplicates:
+    lines.append(f"  byte-identical groups (same split each): {len(duplicates)}")
+    lines += [f"    across classes: {' = '.join(g)}" for g in duplicates
+              if len({f.rsplit('/', 2)[-2] for f in g}) > 1]
+  lines += [f"  warning: {w}" for w in metadata.get("warnings", [])]
+  if metadata.get("ignored_files"):
+    lines.append(f"  non-image files ignored: {metadata['ignored_files']}")
+  return "\n".join(lines)
+
+
+_SCANS: dict[Hashable, tuple[list[Photo], BuildReport]] = {}
+
+
+class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
+  """Shared behaviour of the package's image builders."""
+
+  VERSION = tfds.core.Version("1.0.0")
+  BUILDER_CONFIGS = [size_config(str(DEFAULT_IMAGE_SIZE)), size_config("full")]
+  DEFAULT_CONFIG_NAME = str(DEFAULT_IMAGE_SIZE)
+
+  @classmethod
+  def get_builder_config(cls, name, version=None):
+    """Any square size is a config: `tfds.load('name/160')` builds 160×160."""
+    config = super().get_builder_config(name, version)
+    if config is None and name.isdigit():
+      config = size_config(name)
+    return config
+
+  @tfds.core.utils.classproperty
+  @classmethod
+  def _checksums_path(cls) -> epath.Path:
+    return CHECKSUMS_DIR / f"{cls.name}.tsv"
+
+  def image_feature(self) -> tfds.features.Image:
+    size = self.builder_config.image_size
+    shape = (size, size, 3) if size else (None, None, 3)
+    return tfds.features.Image(shape=shape, encoding_format="jpeg")
+
+  # To be provided by each builder.
+  def _find_source(self, dl_manager) -> Any:
+    raise NotImplementedError
+
+  def _candidates(self, source, report: BuildReport) -> Iterator[tuple[str, Hashable, bytes]]:
+    """Yields (file_name, location, bytes) for every file that may be an image."""
+    raise NotImplementedError
+
+  def _source_key(self, source) -> Hashable:
+    """Identifies the source contents, so a rescan happens only when it changed."""
+    return str(source)
+
+  def _scan(self, source) -> tuple[list[Photo], BuildReport]:
+    key = (self.name, self._source_key(source))
+    if key in _SCANS:
+      return _SCANS[key]
+    report = BuildReport()
+    photos: dict[str, Photo] = {}
+    candidates = self._candidates(source, report)
+    for file_name, location, data in tqdm_utils.tqdm(candidates, desc="Scanning", unit=" files"):
+      if file_name in photos:
+        report.warnings.append(f"{file_name} appears twice in the source; kept the first copy")
+        continue
+      try:
+        check = images.inspect_image(data)
+      except images.BadImage as e:
+        report.skip(file_name, str(e))
+        continue
+      photos[file_name] = Photo(file_name, location, splits.content_digest(data), check)
+    by_digest = collections.defaultdict(list)
+    for photo in photos.values():
+      by_digest[photo.digest].append(photo.file_name)
+    report.duplicates = sorted(sorted(g) for g in by_digest.values() if len(g) > 1)
+    report.counts["images converted to JPEG"] = sum(
+        not p.check.is_clean_jpeg for p in photos.values())
+    _SCANS[key] = (sorted(photos.values(), key=lambda p: p.file_name), report)
+    return _SCANS[key]
+
+  def _split_generators(self, dl_manager):
+    source = self._find_source(dl_manager)
+    photos, report = self._scan(source)
+    by_split = {name: [] for name in splits.SPLIT_NAMES}
+    for photo in photos:
+      by_split[photo.split].append(photo)
+    report.empty_splits = [name for name, group in by_split.items() if not group]
+    if len(report.empty_splits) == len(by_split):
+      raise ValueError(
+          f"No valid image found in {source}. Skipped: {report.skipped_files[:10]}\n"
+          f"{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
+    for name in report.empty_splits:
+      logging.warning("%s: split %r would be empty and is left out.", self.name, name)
+    self.info.metadata.update(report.as_metadata())
+    return {name: self._generate_examples(source, group)
+            for name, group in by_split.items() if group}
+
+  def download_and_prepare(self, *args, **kwargs):
+    super().download_and_prepare(*args, **kwargs)
+    sizes = {name: info.num_examples for name, info in self.info.splits.items()}
+    print(format_report(f"{self.name}/{self.builder_config.name}",
+                        dict(self.info.metadata or {}), sizes), flush=True)

@@ -1,0 +1,182 @@
+"""Image validation and normalisation shared by the builders.
+
+Every source file goes through `inspect_image` once while the corpus is
+scanned. It sniffs the content (never the extension), decodes it fully, and
+says how the file is to be stored. `encode_image` then produces the stored
+bytes: the source itself for a clean JPEG, otherwise one re-encoding to an
+upright RGB JPEG, so every stored image decodes with
+`tf.io.decode_jpeg(channels=3)`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import warnings
+
+import numpy as np
+from PIL import Image, ImageOps
+
+READABLE_FORMATS = frozenset({"JPEG", "MPO", "PNG", "BMP", "GIF", "WEBP"})
+JPEG_QUALITY = 92
+_EXIF_ORIENTATION = 0x0112
+
+
+class BadImage(ValueError):
+  """A file that cannot be used as an image; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageCheck:
+  """What `inspect_image` learned about one valid image."""
+
+  format: str  # PIL's name of the sniffed format, e.g. "JPEG", "PNG".
+  mode: str  # PIL mode of the source, e.g. "RGB", "CMYK", "L", "P".
+  width: int  # Upright size: after the EXIF orientation is applied.
+  height: int
+  orientation: int  # EXIF orientation tag, 1 when absent.
+
+  @property
+  def is_clean_jpeg(self) -> bool:
+    """A JPEG that decodes to upright RGB as it is, so it is stored unchanged."""
+    return self.format == "JPEG" and self.mode == "RGB" and self.orientation == 1
+
+
+def _open(data: bytes) -> Image.Image:
+  if not data:
+    raise BadImage("empty file")
+  try:
+    with warnings.catch_warnings():
+      warnings.simplefilter("error", Image.DecompressionBombWarning)
+      image = Image.open(io.BytesIO(data))
+  except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+    raise BadImage(f"decompression bomb: {e}") from None
+  except Image.UnidentifiedImageError:
+    raise BadImage(
+        f"not an image format this package reads (starts with {data[:8]!r})"
+    ) from None
+  except Exception as e:  # PIL raises many types on malformed headers.
+    raise BadImage(f"unreadable header: {type(e).__name__}: {e}") from None
+  if image.format not in READABLE_FORMATS:
+    raise BadImage(f"unsupported image format {image.format}")
+  return image
+
+
+def _orientation(image: Image.Image) -> int:
+  try:
+    value = image.getexif().get(_EXIF_ORIENTATION, 1)
+  except Exception:  # A truncated EXIF block must not reject the photo.
+    return 1
+  return value if value in range(1, 9) else 1
+
+
+def inspect_image(data: bytes) -> ImageCheck:
+  """Decodes `data` completely and describes it; raises `BadImage` if unusable.
+
+  JPEGs are decoded at 1/8 scale: every byte is still read, so truncation is
+  caught, at a fraction of the cost of a full decode.
+  """
+  image = _open(data)
+  with image:
+    width, height = image.size
+    orientation = _orientation(image)
+    check = ImageCheck(
+        format=image.format,
+        mode=image.mode,
+        width=height if orientation >= 5 else width,
+        height=width if orientation >= 5 else height,
+        orientation=orientation,
+    )
+    if image.format in ("JPEG", "MPO"):
+      image.draft(None, (max(1, width // 8), max(1, height // 8)))
+    try:
+      image.load()
+    except Exception as e:
+      raise BadImage(f"cannot decode {check.format}: {e}") from None
+  if min(check.width, check.height) < 1:
+    raise BadImage("image has no pixels")
+  return check
+
+
+def _to_rgb(image: Image.Image) -> Image.Image:
+  if image.mode == "RGB":
+    return image
+  if image.mode in ("I;16", "I;16B", "I;16L", "I"):
+    pixels = np.asarray(image, dtype=np.float64)
+    peak = 65535.0 if image.mode.startswith("I;16") else max(pixels.max(), 1.0)
+    image = Image.fromarray((pixels * (255.0 / peak)).clip(0, 255).astype(np.uint8))
+  if image.mode == "P" and "transparency" in image.info:
+    image = image.convert("RGBA")
+  if image.mode in ("RGBA", "LA", "PA", "RGBa", "La"):
+    image = image.convert("RGBA")
+    background = Image.new("RGBA", image.size, (255, 255, 255, 255))
+    image = Image.alpha_composite(background, image)
+  return image.convert("RGB")
+
+
+def _centre_square(image: Image.Image) -> Image.Image:
+  width, height = image.size
+  side = min(width, height)
+  left, top = (width - side) // 2, (height - side) // 2
+  return image.crop((left, top, left + side, top + side))
+
+
+def encode_image(
+    data: bytes,
+    check: ImageCheck,
+    *,
+    size: int | None = None,
+    box: tuple[float, float, float, float] | None = None,
+) -> bytes:
+  """Returns the JPEG bytes to store for a valid image.
+
+  Args:
+    data: the source file, already accepted by `inspect_image`.
+    check: what `inspect_image` returned for it.
+    size: None keeps the source size; otherwise the (cropped) image is centre
+      square cropped and resized to `size`×`size`.
+    box: optional crop (ymin, xmin, ymax, xmax), relative to the upright image,
+      applied before the square crop.
+
+  A clean JPEG with neither size nor box is returned unchanged.
+  """
+  if size is None and box is None and check.is_clean_jpeg:
+    return data
+  with _open(data) as image:
+    if size and image.format in ("JPEG", "MPO"):
+      # Decode at the smallest DCT scale that still leaves >= size pixels.
+      fraction = 1.0 if box is None else min(box[2] - box[0], box[3] - box[1])
+      scale = size / max(fraction * min(check.width, check.height), 1)
+      image.draft(None, (int(image.width * scale) + 1, int(image.height * scale) + 1))
+    image.seek(0)  # First frame of an animated GIF or WebP.
+    image = _to_rgb(ImageOps.exif_transpose(image))
+  if box is not None:
+    ymin, xmin, ymax, xmax = box
+    w, h = image.size
+    image = image.crop((round(xmin * w), round(ymin * h), round(xmax * w), round(ymax * h)))
+  if size:
+    image = _centre_square(image).resize((size, size), Image.BICUBIC, reducing_gap=3.0)
+  out = io.BytesIO()
+  image.save(out, format="JPEG", quality=JPEG_QUALITY)
+  return out.getvalue()
+
+
+def upright_box(
+    box: tuple[float, float, float, float], orientation: int
+) -> tuple[float, float, float, float]:
+  """Maps a relative (ymin, xmin, ymax, xmax) box on the stored pixels to the
+  image as shown after its EXIF orientation is applied."""
+  ymin, xmin, ymax, xmax = box
+  corners = [(xmin, ymin), (xmax, ymax)]
+  moves = {
+      1: lambda x, y: (x, y),
+      2: lambda x, y: (1 - x, y),
+      3: lambda x, y: (1 - x, 1 - y),
+      4: lambda x, y: (x, 1 - y),
+      5: lambda x, y: (y, x),
+      6: lambda x, y: (1 - y, x),
+      7: lambda x, y: (1 - y, 1 - x),
+      8: lambda x, y: (y, 1 - x),
+  }
+  (x1, y1), (x2, y2) = (moves[orientation](x, y) for x, y in corners)
+  return (min(y1, y2), min(x1, x2), max(y1, y2), max(x1, x2))

@@ -1,0 +1,30 @@
+"""The deterministic train/validation/test rule shared by the builders.
+
+An example's split is a function of the SHA-256 of its source bytes alone: it
+never depends on listing order or on which other files exist, so adding or
+removing photos moves no other photo, and byte-identical photos always land
+in the same split (no test photo is also a training photo).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+# (split, share of the buckets); the shares sum to 1.
+SPLIT_SHARES = (("train", 0.8), ("validation", 0.1), ("test", 0.1))
+SPLIT_NAMES = tuple(name for name, _ in SPLIT_SHARES)
+
+
+def content_digest(data: bytes) -> str:
+  return hashlib.sha256(data).hexdigest()
+
+
+def split_of(digest: str) -> str:
+  """The split of an example whose source bytes have this SHA-256 hex digest."""
+  position = int(digest[:16], 16) / 16**16  # Uniform in [0, 1).
+  upper = 0.0
+  for name, share in SPLIT_SHARES:
+    upper += share
+    if position < upper:
+      return name
+  return SPLIT_SHARES[-1][0]

@@ -1,0 +1,37 @@
+"""TFDS builders for the TensorFlow flower photos and the AIHub Korean food corpus."""
+
+import setuptools
+
+_DATA = ["README.md", "CITATIONS.bib", "TAGS.txt", "*.tsv", "dummy_data/**/*", "sample/**/*"]
+
+setuptools.setup(
+    name="korean-food-tfds",
+    version="1.0.0",
+    description=__doc__,
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=["photo_datasets", "flowers_dataset", "korean_food", "checksums"],
+    package_data={
+        "checksums": ["*.tsv"],
+        "flowers_dataset": _DATA,
+        "korean_food": _DATA,
+    },
+    install_requires=[
+        "tensorflow>=2.16",
+        "tensorflow-datasets==4.9.10",
+        "keras>=3",
+        "pillow>=10",
+        "numpy<2.5",
+        # tensorflow-datasets 4.9.10 needs these but does not declare them:
+        "importlib_resources",  # every builder fails without it
+        "apache-beam>=2.60",  # the `tfds` CLI does not start without it
+        "mlcroissant",  # idem
+        # What apache-beam 2.77 is known to work with.
+        "protobuf<7",
+        "pyarrow<26",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "dill"],
+    },
+)
