@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import os
 from collections.abc import Hashable, Iterator
 from typing import Any
 
@@ -57,6 +58,7 @@ class Photo:
   location: Hashable  # How the builder reads the bytes again.
   digest: str  # SHA-256 of the source bytes.
   check: images.ImageCheck
+  box: tuple[float, float, float, float] | None = None  # Upright, relative.
 
   @property
   def split(self) -> str:
@@ -106,6 +108,11 @@ def format_report(name: str, metadata: dict[str, Any], split_sizes: dict[str, in
   return "\n".join(lines)
 
 
+def _size_and_mtime(path: str) -> tuple[int, int]:
+  stat = os.stat(path)
+  return stat.st_size, stat.st_mtime_ns
+
+
 _SCANS: dict[Hashable, tuple[list[Photo], BuildReport]] = {}
 
 
@@ -142,9 +149,16 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     """Yields (file_name, location, bytes) for every file that may be an image."""
     raise NotImplementedError
 
+  def _annotate(self, photos: list[Photo], report: BuildReport) -> list[Photo]:
+    """Adds what is known only once the whole source was walked (crop boxes)."""
+    return photos
+
   def _source_key(self, source) -> Hashable:
     """Identifies the source contents, so a rescan happens only when it changed."""
-    return str(source)
+    root = os.fspath(source)
+    return root, hash(tuple(
+        (os.path.join(folder, f), *_size_and_mtime(os.path.join(folder, f)))
+        for folder, _, files in sorted(os.walk(root)) for f in sorted(files)))
 
   def _scan(self, source) -> tuple[list[Photo], BuildReport]:
     key = (self.name, self._source_key(source))
@@ -169,7 +183,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     report.duplicates = sorted(sorted(g) for g in by_digest.values() if len(g) > 1)
     report.counts["images converted to JPEG"] = sum(
         not p.check.is_clean_jpeg for p in photos.values())
-    _SCANS[key] = (sorted(photos.values(), key=lambda p: p.file_name), report)
+    ordered = sorted(photos.values(), key=lambda p: p.file_name)
+    _SCANS[key] = (self._annotate(ordered, report), report)
     return _SCANS[key]
 
   def _split_generators(self, dl_manager):

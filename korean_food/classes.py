@@ -1,0 +1,53 @@
+"""The 150 Korean food classes, from `classes.tsv` (the corpus's canonical order).
+
+Row i is class `Img_i`: classes sorted by (super-category, name) in code-point
+order. Names are NFC; look names up with `nfc()` applied first.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import functools
+import pathlib
+import unicodedata
+
+CLASSES_FILE = pathlib.Path(__file__).with_name("classes.tsv")
+
+
+def nfc(text: str) -> str:
+  return unicodedata.normalize("NFC", text)
+
+
+@dataclasses.dataclass(frozen=True)
+class FoodClass:
+  index: int  # The `XXX` of `Img_XXX_YYYY` file names, and the label id.
+  name: str  # Korean, NFC, e.g. "갈비구이".
+  super_category: str  # Korean group, e.g. "구이".
+  english_name: str  # e.g. "Grilled Short Ribs".
+  slug: str  # ASCII, e.g. "galbi_gui".
+
+
+@functools.cache
+def food_classes() -> tuple[FoodClass, ...]:
+  """All 150 classes in label order."""
+  with CLASSES_FILE.open(encoding="utf-8", newline="") as f:
+    rows = list(csv.DictReader(f, delimiter="\t"))
+  classes = tuple(
+      FoodClass(int(r["index"]), nfc(r["name"]), nfc(r["super_category"]),
+                r["english_name"], r["slug"]) for r in rows)
+  assert [c.index for c in classes] == list(range(len(classes))), CLASSES_FILE
+  return classes
+
+
+@functools.cache
+def class_by_name() -> dict[str, FoodClass]:
+  return {c.name: c for c in food_classes()}
+
+
+def class_names() -> list[str]:
+  return [c.name for c in food_classes()]
+
+
+def super_category_names() -> list[str]:
+  return sorted({c.super_category for c in food_classes()})

@@ -1,0 +1,197 @@
+"""Walks the Korean food corpus in any form a user may hold it.
+
+The manual dir may hold `kfood.zip` (27 inner zips, stored uncompressed), some
+of the inner `<group>.zip` files, or an extracted tree at any depth, or a mix.
+Stored zip members, inner zips included, are read in place through a window
+on the outer file; nothing is extracted. (Python's own seek on a zip member
+re-reads it from the start, which is quadratic for a 600 MB inner zip.) A
+compressed inner zip, as a user's re-zipping may produce, is copied to a
+temporary file first.
+
+Names are decoded as the corpus needs: a member with the zip UTF-8 flag is
+taken as is; otherwise its raw bytes are tried as UTF-8, then CP949. Folder
+and file names on disk get the same treatment. Every name is then
+NFC-normalised, so macOS (NFD) copies resolve to the same class names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import shutil
+import struct
+import tempfile
+import zipfile
+from collections.abc import Iterator
+
+from korean_food.classes import nfc
+
+_UTF8_FLAG = 0x800
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., name length, extra length
+
+
+def decode_name(raw: bytes) -> str:
+  """Raw name bytes -> NFC text: UTF-8 first, then CP949 (Korean Windows)."""
+  for encoding in ("utf-8", "cp949"):
+    try:
+      return nfc(raw.decode(encoding))
+    except UnicodeDecodeError:
+      pass
+  return nfc(raw.decode("utf-8", errors="replace"))
+
+
+def member_name(info: zipfile.ZipInfo) -> str:
+  if info.flag_bits & _UTF8_FLAG:
+    return nfc(info.filename)
+  # Without the flag, Python decoded the raw bytes as CP437; undo that.
+  return decode_name(info.filename.encode("cp437"))
+
+
+def disk_name(name: str) -> str:
+  return decode_name(os.fsencode(name))
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusFile:
+  """One file of the corpus, wherever it lies."""
+
+  parts: tuple[str, ...]  # NFC folder names and file name, root first.
+  location: tuple[str, ...]  # Disk path, then zip member names, outermost first.
+
+  @property
+  def name(self) -> str:
+    return self.parts[-1]
+
+
+class _Window(io.RawIOBase):
+  """A read-only, seekable view of bytes [start, start + size) of a file."""
+
+  def __init__(self, fileobj, start: int, size: int):
+    super().__init__()
+    self._file, self._start, self._size, self._pos = fileobj, start, size, 0
+
+  def readable(self):
+    return True
+
+  def seekable(self):
+    return True
+
+  def tell(self):
+    return self._pos
+
+  def seek(self, offset, whence=io.SEEK_SET):
+    base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+    self._pos = min(max(base + offset, 0), self._size)
+    return self._pos
+
+  def readinto(self, buffer):
+    n = min(len(buffer), self._size - self._pos)
+    if n <= 0:
+      return 0
+    self._file.seek(self._start + self._pos)
+    data = self._file.read(n)
+    buffer[: len(data)] = data
+    self._pos += len(data)
+    return len(data)
+
+
+def _open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo):
+  """A seekable file object over a member that is itself a zip."""
+  if info.compress_type == zipfile.ZIP_STORED:
+    zf.fp.seek(info.header_offset)
+    signature, name_len, extra_len = _LOCAL_HEADER.unpack(zf.fp.read(_LOCAL_HEADER.size))
+    if signature == b"PK\x03\x04":
+      start = info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+      return io.BufferedReader(_Window(zf.fp, start, info.file_size), 1 << 20)
+  spool = tempfile.TemporaryFile()
+  with zf.open(info) as member:
+    shutil.copyfileobj(member, spool, 1 << 20)
+  spool.seek(0)
+  return spool
+
+
+def _is_zip(name: str) -> bool:
+  return name.lower().endswith(".zip")
+
+
+def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...]) -> Iterator[tuple[CorpusFile, zipfile.ZipFile]]:
+  for info in zf.infolist():
+    if info.is_dir():
+      continue
+    name = member_name(info).replace("\\", "/")
+    parts = tuple(p for p in name.split("/") if p)
+    if _is_zip(name):
+      with zipfile.ZipFile(_open_member(zf, info)) as inner:
+        yield from _walk_zip(inner, location + (info.filename,))
+    else:
+      yield CorpusFile(parts, location + (info.filename,)), zf
+
+
+def walk(root: str | os.PathLike) -> Iterator[tuple[CorpusFile, callable]]:
+  """Yields every file under `root` (zips opened) with a function reading it.
+
+  The reader is valid until the next file is yielded.
+  """
+  root = os.fspath(root)
+  for dirpath, dirnames, filenames in os.walk(root):
+    dirnames.sort()
+    rel = os.path.relpath(dirpath, root)
+    folder = () if rel == "." else tuple(disk_name(p) for p in rel.split(os.sep))
+    for file in sorted(filenames):
+      path = os.path.join(dirpath, file)
+      if _is_zip(file):
+        try:
+          zf = zipfile.ZipFile(path)
+        except zipfile.BadZipFile:
+          yield CorpusFile(folder + (disk_name(file),), (path,)), lambda p=path: _bad_zip(p)
+          continue
+        with zf:
+          for corpus_file, owner in _walk_zip(zf, (path,)):
+            yield corpus_file, lambda f=corpus_file, z=owner: z.read(f.location[-1])
+      else:
+        yield CorpusFile(folder + (disk_name(file),), (path,)), lambda p=path: _read_file(p)
+
+
+def _read_file(path: str) -> bytes:
+  with open(path, "rb") as f:
+    return f.read()
+
+
+def _bad_zip(path: str) -> bytes:
+  raise zipfile.BadZipFile(f"{path} is not a readable zip archive")
+
+
+class Reader:
+  """Reads files by location, keeping the zips on the current path open.
+
+  Read in location order, each archive is opened once.
+  """
+
+  def __init__(self):
+    self._open: dict[tuple[str, ...], zipfile.ZipFile] = {}
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    for zf in reversed(list(self._open.values())):
+      zf.close()
+    self._open.clear()
+
+  def _zip(self, location: tuple[str, ...]) -> zipfile.ZipFile:
+    if location not in self._open:
+      for key in [k for k in self._open if k != location[: len(k)]]:
+        self._open.pop(key).close()
+      if len(location) == 1:
+        self._open[location] = zipfile.ZipFile(location[0])
+      else:
+        parent = self._zip(location[:-1])
+        member = _open_member(parent, parent.getinfo(location[-1]))
+        self._open[location] = zipfile.ZipFile(member)
+    return self._open[location]
+
+  def read(self, location: tuple[str, ...]) -> bytes:
+    if len(location) == 1:
+      return _read_file(location[0])
+    return self._zip(location[:-1]).read(location[-1])

@@ -1,0 +1,56 @@
+"""Parser of the corpus's per-class `crop_area.properties` files.
+
+Real lines look like `Img_000_0001=45,76,538,404`: the key is the image file
+name without extension (its case may differ from the file), the value the box
+in pixels as x,y,w,h. Files come with CRLF or LF, a BOM, `[section]` lines,
+comments and malformed values (`=,986,590`, `dissimilar,...`, two numbers,
+zero area). A line that gives no usable box is counted and otherwise ignored:
+that image simply has no box.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+# Four integers, then anything (trailing junk is tolerated).
+_BOX = re.compile(r"^\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)(?!\d)")
+
+
+@dataclasses.dataclass
+class CropAreas:
+  boxes: dict[str, tuple[int, int, int, int]]  # lower-case key -> (x, y, w, h)
+  bad_lines: list[str]
+
+
+def parse_crop_areas(data: bytes) -> CropAreas:
+  text = data.decode("utf-8-sig", errors="replace")
+  boxes, bad = {}, []
+  for raw in text.splitlines():
+    line = raw.strip()
+    if not line or line[0] in "#!;" or (line[0] == "[" and line[-1] == "]"):
+      continue
+    key, sep, value = line.partition("=")
+    match = _BOX.match(value)
+    if not sep or not key.strip() or not match:
+      bad.append(line)
+      continue
+    x, y, w, h = map(int, match.groups())
+    if w <= 0 or h <= 0:
+      bad.append(line)
+      continue
+    boxes[key.strip().lower()] = (x, y, w, h)
+  return CropAreas(boxes, bad)
+
+
+def relative_box(
+    box: tuple[int, int, int, int], width: int, height: int
+) -> tuple[float, float, float, float] | None:
+  """(x, y, w, h) pixels -> relative (ymin, xmin, ymax, xmax), clipped to the
+  image; None when nothing of the box lies inside the image."""
+  x, y, w, h = box
+  x1, y1 = max(x, 0), max(y, 0)
+  x2, y2 = min(x + w, width), min(y + h, height)
+  if x2 <= x1 or y2 <= y1:
+    return None
+  return (y1 / height, x1 / width, y2 / height, x2 / width)
