@@ -6,6 +6,8 @@ import pathlib
 
 import tensorflow_datasets as tfds
 from etils import epath
+# Not exported as `tfds.download.NonMatchingChecksumError` in tfds 4.9.10.
+from tensorflow_datasets.core.download.download_manager import NonMatchingChecksumError
 
 from flowers_dataset.attributions import parse_attributions
 from photo_datasets import builder as photo_builder
@@ -51,7 +53,7 @@ class Builder(photo_builder.PhotoBuilder):
       return manual_dir / _FOLDER
     try:
       return dl_manager.download_and_extract(_URL) / _FOLDER
-    except tfds.download.NonMatchingChecksumError as e:
+    except NonMatchingChecksumError as e:
       raise ValueError(
           f"flower_photos.tgz does not match its registered size and SHA-256 "
           f"(checksums/flowers_dataset.tsv): {e}\nReplace it with the original "
