@@ -122,7 +122,12 @@ def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...]) -> Iterator[tuple[
     name = member_name(info).replace("\\", "/")
     parts = tuple(p for p in name.split("/") if p)
     if _is_zip(name):
-      with zipfile.ZipFile(_open_member(zf, info)) as inner:
+      try:
+        inner = zipfile.ZipFile(_open_member(zf, info))
+      except zipfile.BadZipFile:  # E.g. a macOS `__MACOSX/._구이.zip`.
+        yield CorpusFile(parts, location + (info.filename,)), zf
+        continue
+      with inner:
         yield from _walk_zip(inner, location + (info.filename,))
     else:
       yield CorpusFile(parts, location + (info.filename,)), zf

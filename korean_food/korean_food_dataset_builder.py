@@ -19,9 +19,9 @@ _PREFIX = re.compile(r"^img_(\d{3})_", re.IGNORECASE)
 
 
 def _is_junk(parts: tuple[str, ...]) -> bool:
-  """macOS/Windows by-products and everything that is not an image file."""
+  """macOS/Windows by-products and every file that is neither an image nor a zip."""
   return ("__MACOSX" in parts or parts[-1].startswith(".")
-          or not parts[-1].lower().endswith(_IMAGE_SUFFIXES))
+          or not parts[-1].lower().endswith(_IMAGE_SUFFIXES + (".zip",)))
 
 
 class Builder(photo_builder.PhotoBuilder):
@@ -77,6 +77,9 @@ class Builder(photo_builder.PhotoBuilder):
         continue
       if _is_junk(file.parts):
         report.ignored_files += 1
+        continue
+      if file.name.lower().endswith(".zip"):  # `corpus.walk` opens every readable zip.
+        report.skip("/".join(file.parts), "not a readable zip archive (truncated or incomplete download?)")
         continue
       food = classes.class_by_name().get(folder)
       if food is None:
