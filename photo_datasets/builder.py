@@ -194,10 +194,12 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     for photo in photos:
       by_split[photo.split].append(photo)
     report.empty_splits = [name for name, group in by_split.items() if not group]
-    if len(report.empty_splits) == len(by_split):
+    if not photos:
+      examples = "".join(f"\n  {s['file_name']}: {s['reason']}" for s in report.skipped_files[:10])
       raise ValueError(
-          f"No valid image found in {source}. Skipped: {report.skipped_files[:10]}\n"
-          f"{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
+          f"No usable image in {source}: found {report.ignored_files} non-image "
+          f"files and {len(report.skipped_files)} unusable ones{examples}\n"
+          f"Expected:{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
     for name in report.empty_splits:
       logging.warning("%s: split %r would be empty and is left out.", self.name, name)
     self.info.metadata.update(report.as_metadata())
