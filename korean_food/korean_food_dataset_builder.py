@@ -15,6 +15,7 @@ from photo_datasets import images
 
 _CROP_FILE = "crop_area.properties"
 _IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
+_DOWNLOAD_PIECE = re.compile(r"\.zip\.part\d*$", re.IGNORECASE)
 _PREFIX = re.compile(r"^img_(\d{3})_", re.IGNORECASE)
 
 
@@ -77,6 +78,10 @@ class Builder(photo_builder.PhotoBuilder):
         continue
       if _is_junk(file.parts):
         report.ignored_files += 1
+        if _DOWNLOAD_PIECE.search(file.name):
+          report.warnings.append(
+              f"{file.name} is a piece of the aihubshell download: join the pieces "
+              f"in order (cat kfood.zip.part* > kfood.zip) and keep only kfood.zip")
         continue
       if file.name.lower().endswith(".zip"):  # `corpus.walk` opens every readable zip.
         report.skip("/".join(file.parts), "not a readable zip archive (truncated or incomplete download?)")

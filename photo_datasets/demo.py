@@ -19,6 +19,7 @@ import time
 import keras
 import tensorflow_datasets as tfds
 
+from photo_datasets import builder as photo_builder
 from photo_datasets import pipeline
 
 # Dataset name -> (package holding it, its bundled sample, used as manual dir).
@@ -74,12 +75,11 @@ def main(argv=None) -> None:
     build(name, args.data_dir)
     seen, rate = train_one_epoch(name, args.data_dir, args.batch_size)
     info = tfds.builder(f"{name}/224", data_dir=args.data_dir).info
-    skipped = info.metadata.get("skipped_files", [])
-    splits = ", ".join(f"{s} {i.num_examples}" for s, i in info.splits.items())
+    sizes = {split: split_info.num_examples for split, split_info in info.splits.items()}
     summaries.append(
-        f"{name}: {splits}; skipped files: {len(skipped)}"
-        + "".join(f"\n    {s['file_name']}: {s['reason']}" for s in skipped)
-        + f"\n  one epoch of model.fit on {seen} images: {rate:.0f} images/s")
+        photo_builder.format_report(name, dict(info.metadata), sizes)
+        + f"\n  one epoch of model.fit on {seen} images: {rate:.0f} images/s"
+        " (first epoch, graph tracing included)")
 
   print("\n=== Summary (data in %s) ===" % args.data_dir)
   print("\n".join(summaries))
