@@ -74,13 +74,13 @@ class Builder(photo_builder.PhotoBuilder):
       elif path.parent.name not in _LABELS or path.parent.parent != pathlib.Path(source):
         report.skip(rel, f"not in one of the class folders {', '.join(_LABELS)}")
       else:
-        yield rel, str(path), path.read_bytes()
+        yield rel, (str(path),), path.read_bytes()
 
   def _generate_examples(self, source: epath.Path, photos):
     license_file = source / "LICENSE.txt"
     credits = parse_attributions(license_file.read_text("utf-8")) if license_file.exists() else {}
     for photo in photos:
-      data = epath.Path(photo.location).read_bytes()
+      data = epath.Path(photo.location[0]).read_bytes()
       yield photo.file_name, {
           "image": images.encode_image(data, photo.check, size=self.builder_config.image_size),
           "label": photo.folder,

@@ -4,17 +4,20 @@ A builder subclasses `PhotoBuilder` and says three things: where its source is
 (`_find_source`), which files it holds (`_candidates`), and how one validated
 photo becomes an example (`_generate_examples`). The scan here reads every
 candidate once, validates it (`images.inspect_image`), hashes it for the split
-rule, and records what was skipped. Its result is reused by every config
-built in the same process, so `tfds build` walks a corpus once.
+rule, and records what was skipped. The result is saved in TFDS's download
+dir, keyed by the names, sizes and times of the source files, and reused by
+every config built later from the same files, so a corpus is walked once.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import hashlib
+import json
 import logging
 import os
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import tensorflow_datasets as tfds
@@ -55,7 +58,7 @@ class Photo:
   """One valid source image, as learned by the scan."""
 
   file_name: str  # Example key and `file_name` feature: "<...>/<class>/<file>".
-  location: Hashable  # How the builder reads the bytes again.
+  location: tuple[str, ...]  # How the builder reads the bytes again.
   digest: str  # SHA-256 of the source bytes.
   check: images.ImageCheck
   box: tuple[float, float, float, float] | None = None  # Upright, relative.
@@ -108,12 +111,36 @@ def format_report(name: str, metadata: dict[str, Any], split_sizes: dict[str, in
   return "\n".join(lines)
 
 
-def _size_and_mtime(path: str) -> tuple[int, int]:
-  stat = os.stat(path)
-  return stat.st_size, stat.st_mtime_ns
+# Bump when the scan learns something new or checks differently.
+_SCAN_FORMAT = 1
 
 
-_SCANS: dict[Hashable, tuple[list[Photo], BuildReport]] = {}
+def _source_fingerprint(root: str) -> str:
+  """Changes whenever a file under `root` is added, removed, resized or touched."""
+  digest = hashlib.sha256(f"{_SCAN_FORMAT}\0{root}".encode())
+  for folder, dirs, files in os.walk(root):
+    dirs.sort()
+    for name in sorted(files):
+      stat = os.stat(os.path.join(folder, name))
+      digest.update(f"\0{folder}/{name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode(
+          "utf-8", "surrogateescape"))
+  return digest.hexdigest()
+
+
+def _save_scan(path: epath.Path, photos: list[Photo], report: BuildReport) -> None:
+  rows = [[p.file_name, list(p.location), p.digest, dataclasses.astuple(p.check), p.box]
+          for p in photos]
+  partial = path.with_suffix(".partial")
+  partial.write_text(json.dumps({"photos": rows, "report": report.as_metadata()}))
+  partial.replace(path)
+
+
+def _load_scan(path: epath.Path) -> tuple[list[Photo], BuildReport]:
+  saved = json.loads(path.read_text())
+  photos = [Photo(name, tuple(location), digest, images.ImageCheck(*check),
+                  tuple(box) if box else None)
+            for name, location, digest, check, box in saved["photos"]]
+  return photos, BuildReport(**saved["report"])
 
 
 class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
@@ -145,7 +172,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
   def _find_source(self, dl_manager) -> Any:
     raise NotImplementedError
 
-  def _candidates(self, source, report: BuildReport) -> Iterator[tuple[str, Hashable, bytes]]:
+  def _candidates(self, source, report: BuildReport) -> Iterator[tuple[str, tuple[str, ...], bytes]]:
     """Yields (file_name, location, bytes) for every file that may be an image."""
     raise NotImplementedError
 
@@ -153,17 +180,12 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     """Adds what is known only once the whole source was walked (crop boxes)."""
     return photos
 
-  def _source_key(self, source) -> Hashable:
-    """Identifies the source contents, so a rescan happens only when it changed."""
-    root = os.fspath(source)
-    return root, hash(tuple(
-        (os.path.join(folder, f), *_size_and_mtime(os.path.join(folder, f)))
-        for folder, _, files in sorted(os.walk(root)) for f in sorted(files)))
-
-  def _scan(self, source) -> tuple[list[Photo], BuildReport]:
-    key = (self.name, self._source_key(source))
-    if key in _SCANS:
-      return _SCANS[key]
+  def _scan(self, source, cache_dir: epath.Path) -> tuple[list[Photo], BuildReport]:
+    """Scans `source`, or reuses the saved scan of the same, unchanged files."""
+    cache = cache_dir / f"{self.name}-scan-{_source_fingerprint(os.fspath(source))[:20]}.json"
+    if cache.exists():
+      logging.info("Reusing the scan of %s saved in %s", source, cache)
+      return _load_scan(cache)
     report = BuildReport()
     photos: dict[str, Photo] = {}
     candidates = self._candidates(source, report)
@@ -183,13 +205,14 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     report.duplicates = sorted(sorted(g) for g in by_digest.values() if len(g) > 1)
     report.counts["images converted to JPEG"] = sum(
         not p.check.is_clean_jpeg for p in photos.values())
-    ordered = sorted(photos.values(), key=lambda p: p.file_name)
-    _SCANS[key] = (self._annotate(ordered, report), report)
-    return _SCANS[key]
+    ordered = self._annotate(sorted(photos.values(), key=lambda p: p.file_name), report)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    _save_scan(cache, ordered, report)
+    return ordered, report
 
   def _split_generators(self, dl_manager):
     source = self._find_source(dl_manager)
-    photos, report = self._scan(source)
+    photos, report = self._scan(source, epath.Path(dl_manager.download_dir))
     by_split = {name: [] for name in splits.SPLIT_NAMES}
     for photo in photos:
       by_split[photo.split].append(photo)
