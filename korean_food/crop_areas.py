@@ -14,6 +14,8 @@ import dataclasses
 import re
 
 # Four integers, then anything (trailing junk is tolerated).
+# Keys name the image without extension; tolerate one that has it.
+_IMAGE_EXTENSION = re.compile(r"\.(jpe?g|png|bmp|gif|webp)$")
 _BOX = re.compile(r"^\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)(?!\d)")
 
 
@@ -39,7 +41,7 @@ def parse_crop_areas(data: bytes) -> CropAreas:
     if w <= 0 or h <= 0:
       bad.append(line)
       continue
-    boxes[key.strip().lower()] = (x, y, w, h)
+    boxes[_IMAGE_EXTENSION.sub("", key.strip().lower())] = (x, y, w, h)
   return CropAreas(boxes, bad)
 
 

@@ -218,7 +218,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
       by_split[photo.split].append(photo)
     report.empty_splits = [name for name, group in by_split.items() if not group]
     if not photos:
-      examples = "".join(f"\n  {s['file_name']}: {s['reason']}" for s in report.skipped_files[:10])
+      examples = "".join(
+          [f"\n  {s['file_name']}: {s['reason']}" for s in report.skipped_files[:10]]
+          + [f"\n  {w}" for w in report.warnings[:10]])
       raise ValueError(
           f"No usable image in {source}: found {report.ignored_files} non-image "
           f"files and {len(report.skipped_files)} unusable ones{examples}\n"

@@ -73,6 +73,11 @@ def test_crop_lines_without_section_line():
   assert parsed.bad_lines == []
 
 
+def test_crop_key_with_image_extension_names_the_same_image():
+  parsed = crop_areas.parse_crop_areas(b"Img_001_0006.JPG=30,105,870,367\nImg_001_0007.png=1,2,3,4\n")
+  assert parsed.boxes == {"img_001_0006": (30, 105, 870, 367), "img_001_0007": (1, 2, 3, 4)}
+
+
 def test_crop_lines_not_utf8_do_not_crash():
   parsed = crop_areas.parse_crop_areas("Img_000_0001=1,2,3,4\r\n# 설명\r\n".encode("cp949") + b"\xff\xfe=1\r\n")
   assert parsed.boxes == {"img_000_0001": (1, 2, 3, 4)}
