@@ -11,7 +11,6 @@ from tensorflow_datasets.core.download.download_manager import NonMatchingChecks
 
 from flowers_dataset.attributions import parse_attributions
 from photo_datasets import builder as photo_builder
-from photo_datasets import images
 
 _URL = "http://download.tensorflow.org/example_images/flower_photos.tgz"
 # tf_flowers' label order, so label ids match it.
@@ -80,9 +79,11 @@ class Builder(photo_builder.PhotoBuilder):
     license_file = source / "LICENSE.txt"
     credits = parse_attributions(license_file.read_text("utf-8")) if license_file.exists() else {}
     for photo in photos:
-      data = epath.Path(photo.location[0]).read_bytes()
+      image = self.stored_image(photo, epath.Path(photo.location[0]).read_bytes())
+      if image is None:
+        continue
       yield photo.file_name, {
-          "image": images.encode_image(data, photo.check, size=self.builder_config.image_size),
+          "image": image,
           "label": photo.folder,
           "file_name": photo.file_name,
           "attribution": credits.get(photo.file_name, ""),

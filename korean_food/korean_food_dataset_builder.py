@@ -123,20 +123,19 @@ class Builder(photo_builder.PhotoBuilder):
     return boxed
 
   def _generate_examples(self, source, photos):
-    size = self.builder_config.image_size
     with corpus.Reader() as reader:
-      for photo in sorted(photos, key=lambda p: p.location):
+      for photo in sorted(photos, key=lambda p: p.location):  # Each zip opened once.
+        image = self.stored_image(photo, reader.read(photo.location))
+        if image is None:
+          continue
         food = classes.class_by_name()[photo.folder]
         example = {
+            "image": image,
             "label": food.index,
             "super_category": food.super_category,
             "file_name": photo.file_name,
         }
-        data = reader.read(photo.location)
-        if size:
-          example["image"] = images.encode_image(data, photo.check, size=size, box=photo.box)
-        else:
-          example["image"] = images.encode_image(data, photo.check)
+        if self.builder_config.image_size is None:
           example["bbox"] = tfds.features.BBox(*(photo.box or (0.0, 0.0, 1.0, 1.0)))
           example["has_bbox"] = photo.box is not None
         yield photo.file_name, example

@@ -231,6 +231,18 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     return {name: self._generate_examples(source, group)
             for name, group in by_split.items() if group}
 
+  def stored_image(self, photo: Photo, data: bytes) -> bytes | None:
+    """The JPEG bytes this config stores for `photo`: source size, or its crop
+    box (when it has one) then the centre square, resized. None if that fails."""
+    size = self.builder_config.image_size
+    try:
+      return images.encode_image(data, photo.check, size=size, box=photo.box if size else None)
+    except Exception as e:  # Already validated: no single file may stop a build.
+      logging.warning("%s: skipped, conversion failed: %s", photo.file_name, e)
+      self.info.metadata["skipped_files"].append(
+          {"file_name": photo.file_name, "reason": f"conversion failed: {e}"})
+      return None
+
   def download_and_prepare(self, *args, **kwargs):
     super().download_and_prepare(*args, **kwargs)
     sizes = {name: info.num_examples for name, info in self.info.splits.items()}
