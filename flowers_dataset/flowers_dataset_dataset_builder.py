@@ -11,6 +11,7 @@ from tensorflow_datasets.core.download.download_manager import NonMatchingChecks
 
 from flowers_dataset.attributions import parse_attributions
 from photo_datasets import builder as photo_builder
+from photo_datasets import images
 
 _URL = "http://download.tensorflow.org/example_images/flower_photos.tgz"
 # tf_flowers' label order, so label ids match it.
@@ -68,7 +69,7 @@ class Builder(photo_builder.PhotoBuilder):
       if not path.is_file():
         continue
       rel = path.relative_to(source).as_posix()
-      if path.name.startswith(".") or path.suffix.lower() not in (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp"):
+      if path.name.startswith(".") or path.suffix.lower() not in images.IMAGE_SUFFIXES:
         report.ignored_files += 1
       elif path.parent.name not in _LABELS or path.parent.parent != pathlib.Path(source):
         report.skip(rel, f"not in one of the class folders {', '.join(_LABELS)}")

@@ -11,11 +11,12 @@ that image simply has no box.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 
+from photo_datasets.images import IMAGE_SUFFIXES
+
 # Four integers, then anything (trailing junk is tolerated).
-# Keys name the image without extension; tolerate one that has it.
-_IMAGE_EXTENSION = re.compile(r"\.(jpe?g|png|bmp|gif|webp)$")
 _BOX = re.compile(r"^\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)(?!\d)")
 
 
@@ -41,7 +42,9 @@ def parse_crop_areas(data: bytes) -> CropAreas:
     if w <= 0 or h <= 0:
       bad.append(line)
       continue
-    boxes[_IMAGE_EXTENSION.sub("", key.strip().lower())] = (x, y, w, h)
+    stem, suffix = os.path.splitext(key.strip().lower())
+    # Keys name the image without extension; tolerate one that has it.
+    boxes[stem if suffix in IMAGE_SUFFIXES else stem + suffix] = (x, y, w, h)
   return CropAreas(boxes, bad)
 
 

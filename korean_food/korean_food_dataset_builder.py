@@ -14,7 +14,6 @@ from photo_datasets import builder as photo_builder
 from photo_datasets import images
 
 _CROP_FILE = "crop_area.properties"
-_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
 _DOWNLOAD_PIECE = re.compile(r"\.zip\.part\d*$", re.IGNORECASE)
 _PREFIX = re.compile(r"^img_(\d{3})_", re.IGNORECASE)
 
@@ -22,7 +21,7 @@ _PREFIX = re.compile(r"^img_(\d{3})_", re.IGNORECASE)
 def _is_junk(parts: tuple[str, ...]) -> bool:
   """macOS/Windows by-products and every file that is neither an image nor a zip."""
   return ("__MACOSX" in parts or parts[-1].startswith(".")
-          or not parts[-1].lower().endswith(_IMAGE_SUFFIXES + (".zip",)))
+          or not parts[-1].lower().endswith(images.IMAGE_SUFFIXES + (".zip",)))
 
 
 class Builder(photo_builder.PhotoBuilder):

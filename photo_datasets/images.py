@@ -17,6 +17,8 @@ import warnings
 import numpy as np
 from PIL import Image, ImageOps
 
+# Names that may hold an image; the content is still sniffed, never trusted.
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
 READABLE_FORMATS = frozenset({"JPEG", "MPO", "PNG", "BMP", "GIF", "WEBP"})
 JPEG_QUALITY = 92
 _EXIF_ORIENTATION = 0x0112
