@@ -2,3 +2,5 @@
 
 from korean_food.classes import FoodClass, food_classes
 from korean_food.korean_food_dataset_builder import Builder
+
+__all__ = ["Builder", "FoodClass", "food_classes"]

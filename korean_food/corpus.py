@@ -23,7 +23,7 @@ import shutil
 import struct
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from korean_food.classes import nfc
 
@@ -133,7 +133,7 @@ def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...]) -> Iterator[tuple[
       yield CorpusFile(parts, location + (info.filename,)), zf
 
 
-def walk(root: str | os.PathLike) -> Iterator[tuple[CorpusFile, callable]]:
+def walk(root: str | os.PathLike) -> Iterator[tuple[CorpusFile, Callable[[], bytes]]]:
   """Yields every file under `root` (zips opened) with a function reading it.
 
   The reader is valid until the next file is yielded.
