@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 
 import tensorflow_datasets as tfds
@@ -76,16 +77,19 @@ class Builder(photo_builder.PhotoBuilder):
       else:
         yield rel, (str(path),), path.read_bytes()
 
-  def _generate_examples(self, source: epath.Path, photos):
+  def _example_maker(self, source: epath.Path) -> "_FlowerExample":
     license_file = source / "LICENSE.txt"
     credits = parse_attributions(license_file.read_text("utf-8")) if license_file.exists() else {}
-    for photo in photos:
-      image = self.stored_image(photo, epath.Path(photo.location[0]).read_bytes())
-      if image is None:
-        continue
-      yield photo.file_name, {
-          "image": image,
-          "label": photo.folder,
-          "file_name": photo.file_name,
-          "attribution": credits.get(photo.file_name, ""),
-      }
+    return _FlowerExample(self.builder_config.image_size, credits)
+
+
+@dataclasses.dataclass(frozen=True)
+class _FlowerExample(photo_builder.ExampleMaker):
+  credits: dict[str, str] = dataclasses.field(default_factory=dict)
+
+  def fields(self, photo: photo_builder.Photo) -> dict[str, str]:
+    return {
+        "label": photo.folder,
+        "file_name": photo.file_name,
+        "attribution": self.credits.get(photo.file_name, ""),
+    }

@@ -28,6 +28,7 @@ class Builder(photo_builder.PhotoBuilder):
   """150 Korean dishes in 27 groups, 150,513 web photos, with crop boxes."""
 
   RELEASE_NOTES = {"1.0.0": "Initial release."}
+  READER = corpus.Reader
   MANUAL_DOWNLOAD_INSTRUCTIONS = """
   AIHub's terms forbid redistribution, so the corpus is downloaded by hand:
   1. Create an account at https://aihub.or.kr and apply for the dataset
@@ -121,20 +122,21 @@ class Builder(photo_builder.PhotoBuilder):
     report.counts["images with a crop box"] = sum(p.box is not None for p in boxed)
     return boxed
 
-  def _generate_examples(self, source, photos):
-    with corpus.Reader() as reader:
-      for photo in sorted(photos, key=lambda p: p.location):  # Each zip opened once.
-        image = self.stored_image(photo, reader.read(photo.location))
-        if image is None:
-          continue
-        food = classes.class_by_name()[photo.folder]
-        example = {
-            "image": image,
-            "label": food.index,
-            "super_category": food.super_category,
-            "file_name": photo.file_name,
-        }
-        if self.builder_config.image_size is None:
-          example["bbox"] = tfds.features.BBox(*(photo.box or (0.0, 0.0, 1.0, 1.0)))
-          example["has_bbox"] = photo.box is not None
-        yield photo.file_name, example
+  def _example_maker(self, source) -> "_FoodExample":
+    return _FoodExample(self.builder_config.image_size)
+
+
+@dataclasses.dataclass(frozen=True)
+class _FoodExample(photo_builder.ExampleMaker):
+
+  def fields(self, photo: photo_builder.Photo) -> dict:
+    food = classes.class_by_name()[photo.folder]
+    fields = {
+        "label": food.index,
+        "super_category": food.super_category,
+        "file_name": photo.file_name,
+    }
+    if self.image_size is None:
+      fields["bbox"] = tfds.features.BBox(*(photo.box or (0.0, 0.0, 1.0, 1.0)))
+      fields["has_bbox"] = photo.box is not None
+    return fields

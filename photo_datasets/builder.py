@@ -143,6 +143,55 @@ def _load_scan(path: epath.Path) -> tuple[list[Photo], BuildReport]:
   return photos, BuildReport(**saved["report"])
 
 
+@dataclasses.dataclass(frozen=True)
+class ExampleMaker:
+  """Turns one photo and its source bytes into an example of one config.
+
+  Holds plain data only, so that Beam workers can run it. A builder subclasses
+  it and adds its features in `fields`.
+  """
+
+  image_size: int | None  # The config's size; None stores the source size.
+
+  def fields(self, photo: Photo) -> dict[str, Any]:
+    """Every feature but `image`."""
+    raise NotImplementedError
+
+  def __call__(self, photo: Photo, data: bytes) -> dict[str, Any]:
+    size = self.image_size
+    # The crop box shapes sized images only; `full` keeps it as a feature.
+    image = images.encode_image(data, photo.check, size=size, box=photo.box if size else None)
+    return {"image": image, **self.fields(photo)}
+
+
+class FileReader:
+  """Reads sources whose location is a plain file path."""
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc):
+    pass
+
+  def read(self, location: tuple[str, ...]) -> bytes:
+    (path,) = location
+    with open(path, "rb") as f:
+      return f.read()
+
+
+_WORKER_READERS: dict[type, Any] = {}
+
+
+def _beam_example(photo: Photo, reader_type: type, make: ExampleMaker):
+  """Beam's per-photo step: each worker keeps one open reader per type."""
+  if reader_type not in _WORKER_READERS:
+    _WORKER_READERS[reader_type] = reader_type().__enter__()
+  try:
+    yield photo.file_name, make(photo, _WORKER_READERS[reader_type].read(photo.location))
+  except Exception as e:  # Already validated: no single file may stop a build.
+    logging.warning("%s: skipped, conversion failed: %s", photo.file_name, e)
+
+
 class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
   """Shared behaviour of the package's image builders."""
 
@@ -174,6 +223,13 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
 
   def _candidates(self, source, report: BuildReport) -> Iterator[tuple[str, tuple[str, ...], bytes]]:
     """Yields (file_name, location, bytes) for every file that may be an image."""
+    raise NotImplementedError
+
+  # How the bytes of a photo are read back from its `location`.
+  READER: type = FileReader
+
+  def _example_maker(self, source) -> ExampleMaker:
+    """The builder's `ExampleMaker` for this config and source."""
     raise NotImplementedError
 
   def _annotate(self, photos: list[Photo], report: BuildReport) -> list[Photo]:
@@ -231,19 +287,33 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     return {name: self._generate_examples(source, group)
             for name, group in by_split.items() if group}
 
-  def stored_image(self, photo: Photo, data: bytes) -> bytes | None:
-    """The JPEG bytes this config stores for `photo`: source size, or its crop
-    box (when it has one) then the centre square, resized. None if that fails."""
-    size = self.builder_config.image_size
-    try:
-      return images.encode_image(data, photo.check, size=size, box=photo.box if size else None)
-    except Exception as e:  # Already validated: no single file may stop a build.
-      logging.warning("%s: skipped, conversion failed: %s", photo.file_name, e)
-      self.info.metadata["skipped_files"].append(
-          {"file_name": photo.file_name, "reason": f"conversion failed: {e}"})
-      return None
+  def _generate_examples(self, source, photos: list[Photo]):
+    """Examples in location order (each archive opened once); with Beam
+    options (`tfds build --beam_pipeline_options=...`), a Beam transform."""
+    make = self._example_maker(source)
+    photos = sorted(photos, key=lambda p: p.location)
+    if self._use_beam:
+      beam = tfds.core.lazy_imports.apache_beam
+      return beam.Create(photos) | beam.FlatMap(_beam_example, self.READER, make)
+    return self._examples(photos, make)
+
+  def _examples(self, photos: list[Photo], make: ExampleMaker):
+    with self.READER() as reader:
+      for photo in photos:
+        try:
+          example = make(photo, reader.read(photo.location))
+        except Exception as e:  # Already validated: no single file may stop a build.
+          logging.warning("%s: skipped, conversion failed: %s", photo.file_name, e)
+          self.info.metadata["skipped_files"].append(
+              {"file_name": photo.file_name, "reason": f"conversion failed: {e}"})
+          continue
+        yield photo.file_name, example
+
+  _use_beam = False
 
   def download_and_prepare(self, *args, **kwargs):
+    config = kwargs.get("download_config")
+    self._use_beam = bool(config and (config.beam_runner or config.beam_options))
     super().download_and_prepare(*args, **kwargs)
     sizes = {name: info.num_examples for name, info in self.info.splits.items()}
     print(format_report(f"{self.name}/{self.builder_config.name}",
