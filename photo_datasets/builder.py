@@ -1,8 +1,8 @@
 """The base class of the package's builders: size configs, scanning, reporting.
 
 A builder subclasses `PhotoBuilder` and says three things: where its source is
-(`_find_source`), which files it holds (`_candidates`), and how one validated
-photo becomes an example (`_generate_examples`). The scan here reads every
+(`_find_source`), which files it holds (`_candidates`), and the features of
+one validated photo (`_example_maker`). The scan here reads every
 candidate once, validates it (`images.inspect_image`), hashes it for the split
 rule, and records what was skipped. The result is saved in TFDS's download
 dir, keyed by the names, sizes and times of the source files, and reused by
