@@ -67,6 +67,7 @@ class Builder(photo_builder.PhotoBuilder):
 
   def _candidates(self, source, report):
     self._crop_areas = {}  # class name -> {lower-case key: (x, y, w, h)}
+    report.counts["bad crop lines"] = 0
     found = 0
     for file, read in corpus.walk(source):
       found += 1
@@ -74,7 +75,7 @@ class Builder(photo_builder.PhotoBuilder):
       if file.name.lower() == _CROP_FILE:
         parsed = crop_areas.parse_crop_areas(read())
         self._crop_areas.setdefault(folder, {}).update(parsed.boxes)
-        report.counts["bad crop lines"] = report.counts.get("bad crop lines", 0) + len(parsed.bad_lines)
+        report.counts["bad crop lines"] += len(parsed.bad_lines)
         continue
       if _is_junk(file.parts):
         report.ignored_files += 1
@@ -115,7 +116,7 @@ class Builder(photo_builder.PhotoBuilder):
         raw_size = (check.height, check.width) if check.orientation >= 5 else (check.width, check.height)
         box = crop_areas.relative_box(pixels, *raw_size)
         if box is None:
-          report.counts["bad crop lines"] = report.counts.get("bad crop lines", 0) + 1
+          report.counts["bad crop lines"] += 1
         else:
           photo = dataclasses.replace(photo, box=images.upright_box(box, check.orientation))
       boxed.append(photo)
