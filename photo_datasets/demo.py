@@ -22,15 +22,12 @@ import tensorflow_datasets as tfds
 from photo_datasets import builder as photo_builder
 from photo_datasets import pipeline
 
-# Dataset name -> (package holding it, its bundled sample, used as manual dir).
-SAMPLES = {
-    "flowers_dataset": "sample",
-    "korean_food": "sample",
-}
+# Each dataset's package bundles its sample in `sample/`, used as manual dir.
+DATASETS = ("flowers_dataset", "korean_food")
 
 
 def build(name: str, data_dir: str) -> None:
-  manual_dir = importlib.resources.files(name) / SAMPLES[name]
+  manual_dir = importlib.resources.files(name) / "sample"
   subprocess.run(
       [sys.executable, "-m", "tensorflow_datasets.scripts.cli.main", "build", name,
        "--imports", name, "--manual_dir", str(manual_dir), "--data_dir", data_dir,
@@ -66,7 +63,7 @@ def train_one_epoch(name: str, data_dir: str, batch_size: int) -> tuple[int, flo
 def main(argv=None) -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--data_dir", default=os.path.abspath("demo_data"))
-  parser.add_argument("--datasets", nargs="+", default=list(SAMPLES), choices=list(SAMPLES))
+  parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
   parser.add_argument("--batch_size", type=int, default=32)
   args = parser.parse_args(argv)
 
