@@ -179,6 +179,19 @@ class FileReader:
       return f.read()
 
 
+def _scan_cache_dir(dl_manager) -> epath.Path | None:
+  """`<download dir>/scans`, unless that lies in the manual dir: user data,
+  never written to (as with TFDS's test harness, where both are dummy_data)."""
+  cache_dir = os.path.abspath(os.path.join(dl_manager.download_dir, "scans"))
+  try:
+    manual_dir = os.path.abspath(dl_manager.manual_dir)
+  except AssertionError:  # No manual dir.
+    return epath.Path(cache_dir)
+  if cache_dir == manual_dir or cache_dir.startswith(manual_dir + os.sep):
+    return None
+  return epath.Path(cache_dir)
+
+
 _WORKER_READERS: dict[type, Any] = {}
 
 
@@ -236,10 +249,10 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     """Adds what is known only once the whole source was walked (crop boxes)."""
     return photos
 
-  def _scan(self, source, cache_dir: epath.Path) -> tuple[list[Photo], BuildReport]:
+  def _scan(self, source, cache_dir: epath.Path | None) -> tuple[list[Photo], BuildReport]:
     """Scans `source`, or reuses the saved scan of the same, unchanged files."""
-    cache = cache_dir / f"{self.name}-scan-{_source_fingerprint(os.fspath(source))[:20]}.json"
-    if cache.exists():
+    cache = cache_dir and cache_dir / f"{self.name}-{_source_fingerprint(os.fspath(source))[:20]}.json"
+    if cache and cache.exists():
       logging.info("Reusing the scan of %s saved in %s", source, cache)
       return _load_scan(cache)
     report = BuildReport()
@@ -262,13 +275,17 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     report.counts["images converted to JPEG"] = sum(
         not p.check.is_clean_jpeg for p in photos.values())
     ordered = self._annotate(sorted(photos.values(), key=lambda p: p.file_name), report)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    _save_scan(cache, ordered, report)
+    if cache:
+      try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        _save_scan(cache, ordered, report)
+      except OSError as e:  # A read-only download dir only costs a rescan later.
+        logging.warning("Could not save the scan in %s: %s", cache_dir, e)
     return ordered, report
 
   def _split_generators(self, dl_manager):
     source = self._find_source(dl_manager)
-    photos, report = self._scan(source, epath.Path(dl_manager.download_dir))
+    photos, report = self._scan(source, _scan_cache_dir(dl_manager))
     by_split = {name: [] for name in splits.SPLIT_NAMES}
     for photo in photos:
       by_split[photo.split].append(photo)

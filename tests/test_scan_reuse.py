@@ -42,3 +42,19 @@ def test_later_configs_reuse_the_scan_until_the_source_changes(tmp_path, monkeyp
   os.utime(manual_dir / "kfood.zip", ns=(1, 1))  # The source changed: scan again.
   _build("96", manual_dir, tmp_path / "data")
   assert len(inspected) == 2 * scanned
+
+
+def test_scan_is_never_written_into_the_manual_dir(tmp_path):
+  manual_dir = tmp_path / "manual"
+  shutil.copytree(SAMPLE, manual_dir)
+  def files():  # TFDS itself adds an empty `extracted/` folder to a download dir.
+    return sorted(p.relative_to(manual_dir) for p in manual_dir.rglob("*") if p.is_file())
+
+  before = files()
+  builder = tfds.builder("korean_food", config="64", data_dir=os.fspath(tmp_path / "data"))
+  # As in TFDS's test harness: downloads and manual data in one folder.
+  builder.download_and_prepare(
+      download_dir=os.fspath(manual_dir),
+      download_config=tfds.download.DownloadConfig(manual_dir=os.fspath(manual_dir)))
+  assert builder.info.splits["train"].num_examples > 0
+  assert files() == before
