@@ -4,23 +4,43 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import socket
+import urllib.parse
+from collections.abc import Iterator
 
 import tensorflow_datasets as tfds
+from absl import logging
 from etils import epath
 # Not exported as `tfds.download.NonMatchingChecksumError` in tfds 4.9.10.
 from tensorflow_datasets.core.download.download_manager import NonMatchingChecksumError
+from tensorflow_datasets.core.download import checksums
+from tensorflow_datasets.core.download.resource import get_dl_fname
 
 from flowers_dataset.attributions import parse_attributions
-from photo_datasets import builder as photo_builder
-from photo_datasets import images
+from photo_datasets import builder, generation, images
+from photo_datasets.scan import Candidate, Photo
 
 _URL = "http://download.tensorflow.org/example_images/flower_photos.tgz"
 # tf_flowers' label order, so label ids match it.
 _LABELS = ("dandelion", "daisy", "tulips", "sunflowers", "roses")
 _FOLDER = "flower_photos"
+_ARCHIVE = "flower_photos.tgz"
+# Seconds to wait for download.tensorflow.org before saying the machine is offline
+# (TFDS's own downloader retries for about 200 s).
+_REACH_TIMEOUT = 5
 
 
-class Builder(photo_builder.PhotoBuilder):
+def _unreachable(url: str) -> OSError | None:
+  """None when a TCP connection to the url's host opens, else the error."""
+  parts = urllib.parse.urlsplit(url)
+  try:
+    socket.create_connection((parts.hostname, parts.port or 80), _REACH_TIMEOUT).close()
+  except OSError as e:
+    return e
+  return None
+
+
+class Builder(builder.PhotoBuilder):
   """The 3,670 TensorFlow flower photos in 5 classes."""
 
   RELEASE_NOTES = {"1.0.0": "Initial release."}
@@ -45,27 +65,38 @@ class Builder(photo_builder.PhotoBuilder):
     )
 
   def _find_source(self, dl_manager) -> epath.Path:
-    try:
-      manual_dir = dl_manager.manual_dir
-    except AssertionError:  # No manual dir given, or it is empty.
-      manual_dir = None
+    manual_dir = builder.manual_dir_or_none(dl_manager)
     if manual_dir and (manual_dir / _FOLDER).is_dir():
-      print(f"Using the extracted {manual_dir / _FOLDER} (not checksum-verified).")
+      logging.info("Using the extracted %s (not checksum-verified).", manual_dir / _FOLDER)
       return manual_dir / _FOLDER
+    if not self._archive_at_hand(dl_manager, manual_dir) and (error := _unreachable(_URL)):
+      raise ValueError(self._no_download_message(error))
     try:
       return dl_manager.download_and_extract(_URL) / _FOLDER
     except NonMatchingChecksumError as e:
       raise ValueError(
-          f"flower_photos.tgz does not match its registered size and SHA-256 "
+          f"{_ARCHIVE} does not match its registered size and SHA-256 "
           f"(checksums/flowers_dataset.tsv): {e}\nReplace it with the original "
           f"archive from {_URL}, or put the extracted `flower_photos/` folder in "
           f"the manual dir instead.") from None
     except OSError as e:  # Includes the connection errors of an offline machine.
-      raise ValueError(
-          f"Could not download {_URL} ({type(e).__name__}: {e}).\n"
-          f"{self.MANUAL_DOWNLOAD_INSTRUCTIONS}") from e
+      raise ValueError(self._no_download_message(e)) from e
 
-  def _candidates(self, source: epath.Path, report):
+  def _archive_at_hand(self, dl_manager, manual_dir: epath.Path | None) -> bool:
+    """Whether TFDS can do without the network: the archive is in the manual
+    dir or was downloaded before (where TFDS's download manager keeps it)."""
+    if manual_dir and (manual_dir / _ARCHIVE).exists():
+      return True
+    registered = checksums.load_url_infos(self._checksums_path)[_URL]
+    name = get_dl_fname(_URL, registered.checksum)
+    download_dir = epath.Path(dl_manager.download_dir)
+    return any((folder / name).exists() for folder in (download_dir / self.name, download_dir))
+
+  def _no_download_message(self, error: Exception) -> str:
+    return (f"Could not download {_URL} ({type(error).__name__}: {error}).\n"
+            f"{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
+
+  def _list_source(self, source: epath.Path, report) -> Iterator[Candidate]:
     for path in sorted(pathlib.Path(source).rglob("*")):
       if not path.is_file():
         continue
@@ -75,7 +106,7 @@ class Builder(photo_builder.PhotoBuilder):
       elif path.parent.name not in _LABELS or path.parent.parent != pathlib.Path(source):
         report.skip(rel, f"not in one of the class folders {', '.join(_LABELS)}")
       else:
-        yield rel, (str(path),), path.read_bytes()
+        yield Candidate(rel, (str(path),), path.read_bytes())
 
   def _example_maker(self, source: epath.Path) -> "_FlowerExample":
     license_file = source / "LICENSE.txt"
@@ -84,10 +115,10 @@ class Builder(photo_builder.PhotoBuilder):
 
 
 @dataclasses.dataclass(frozen=True)
-class _FlowerExample(photo_builder.ExampleMaker):
+class _FlowerExample(generation.ExampleMaker):
   credits: dict[str, str] = dataclasses.field(default_factory=dict)
 
-  def fields(self, photo: photo_builder.Photo) -> dict[str, str]:
+  def fields(self, photo: Photo) -> dict[str, str]:
     return {
         "label": photo.folder,
         "file_name": photo.file_name,

@@ -58,6 +58,7 @@ class CorpusFile:
 
   parts: tuple[str, ...]  # NFC folder names and file name, root first.
   location: tuple[str, ...]  # Disk path, then zip member names, outermost first.
+  bad_archive: bool = False  # A `.zip` that cannot be opened (a truncated download?).
 
   @property
   def name(self) -> str:
@@ -125,7 +126,7 @@ def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...]) -> Iterator[tuple[
       try:
         inner = zipfile.ZipFile(_open_member(zf, info))
       except zipfile.BadZipFile:  # E.g. a macOS `__MACOSX/._구이.zip`.
-        yield CorpusFile(parts, location + (info.filename,)), zf
+        yield CorpusFile(parts, location + (info.filename,), bad_archive=True), zf
         continue
       with inner:
         yield from _walk_zip(inner, location + (info.filename,))
@@ -136,7 +137,8 @@ def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...]) -> Iterator[tuple[
 def walk(root: str | os.PathLike) -> Iterator[tuple[CorpusFile, Callable[[], bytes]]]:
   """Yields every file under `root` (zips opened) with a function reading it.
 
-  The reader is valid until the next file is yielded.
+  A zip that cannot be opened is yielded itself, marked `bad_archive`. The
+  reader is valid until the next file is yielded.
   """
   root = os.fspath(root)
   for dirpath, dirnames, filenames in os.walk(root):
@@ -149,7 +151,7 @@ def walk(root: str | os.PathLike) -> Iterator[tuple[CorpusFile, Callable[[], byt
         try:
           zf = zipfile.ZipFile(path)
         except zipfile.BadZipFile:
-          yield CorpusFile(folder + (disk_name(file),), (path,)), lambda p=path: _bad_zip(p)
+          yield CorpusFile(folder + (disk_name(file),), (path,), bad_archive=True), lambda p=path: _bad_zip(p)
           continue
         with zf:
           for corpus_file, owner in _walk_zip(zf, (path,)):

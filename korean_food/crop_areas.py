@@ -42,10 +42,16 @@ def parse_crop_areas(data: bytes) -> CropAreas:
     if w <= 0 or h <= 0:
       bad.append(line)
       continue
-    stem, suffix = os.path.splitext(key.strip().lower())
-    # Keys name the image without extension; tolerate one that has it.
-    boxes[stem if suffix in IMAGE_SUFFIXES else stem + suffix] = (x, y, w, h)
+    boxes[crop_key(key)] = (x, y, w, h)
   return CropAreas(boxes, bad)
+
+
+def crop_key(name: str) -> str:
+  """The key of an image in a crop file: its file name without the image
+  extension, in lower case (`Img_001_0006.JPG` -> `img_001_0006`). Keys are
+  written without extension; one that has it is tolerated."""
+  stem, suffix = os.path.splitext(name.strip().lower())
+  return stem if suffix in IMAGE_SUFFIXES else stem + suffix
 
 
 def relative_box(

@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import numpy as np
 import tensorflow_datasets as tfds
-from etils import epath
 
 from korean_food import classes, corpus, crop_areas
-from photo_datasets import builder as photo_builder
-from photo_datasets import images
-
-_CROP_FILE = "crop_area.properties"
-_DOWNLOAD_PIECE = re.compile(r"\.zip\.part\d*$", re.IGNORECASE)
-_PREFIX = re.compile(r"^img_(\d{3})_", re.IGNORECASE)
+from korean_food.listing import CorpusListing
+from photo_datasets import builder, generation, images
+from photo_datasets.scan import Photo
 
 
-def _is_junk(parts: tuple[str, ...]) -> bool:
-  """macOS/Windows by-products and every file that is neither an image nor a zip."""
-  return ("__MACOSX" in parts or parts[-1].startswith(".")
-          or not parts[-1].lower().endswith(images.IMAGE_SUFFIXES + (".zip",)))
-
-
-class Builder(photo_builder.PhotoBuilder):
+class Builder(builder.PhotoBuilder):
   """150 Korean dishes in 27 groups, 150,513 web photos, with crop boxes."""
 
   RELEASE_NOTES = {"1.0.0": "Initial release."}
@@ -62,75 +51,35 @@ class Builder(photo_builder.PhotoBuilder):
         metadata=tfds.core.MetadataDict(),
     )
 
-  def _find_source(self, dl_manager) -> epath.Path:
+  def _find_source(self, dl_manager):
     return dl_manager.manual_dir
 
-  def _candidates(self, source, report):
-    self._crop_areas = {}  # class name -> {lower-case key: (x, y, w, h)}
-    report.counts["bad crop lines"] = 0
-    found = 0
-    for file, read in corpus.walk(source):
-      found += 1
-      folder = file.parts[-2] if len(file.parts) > 1 else ""
-      if file.name.lower() == _CROP_FILE:
-        parsed = crop_areas.parse_crop_areas(read())
-        self._crop_areas.setdefault(folder, {}).update(parsed.boxes)
-        report.counts["bad crop lines"] += len(parsed.bad_lines)
-        continue
-      if _is_junk(file.parts):
-        report.ignored_files += 1
-        if _DOWNLOAD_PIECE.search(file.name):
-          report.warnings.append(
-              f"{file.name} is a piece of the aihubshell download: join the pieces "
-              f"in order (cat kfood.zip.part* > kfood.zip) and keep only kfood.zip")
-        continue
-      if file.name.lower().endswith(".zip"):  # `corpus.walk` opens every readable zip.
-        report.skip("/".join(file.parts), "not a readable zip archive (truncated or incomplete download?)")
-        continue
-      food = classes.class_by_name().get(folder)
-      if food is None:
-        report.skip("/".join(file.parts), f"folder {folder!r} is not one of the 150 classes")
-        continue
-      file_name = f"{food.super_category}/{food.name}/{file.name}"
-      prefix = _PREFIX.match(file.name)
-      if prefix and int(prefix[1]) != food.index:
-        report.warnings.append(
-            f"{file_name}: prefix Img_{prefix[1]} is class {int(prefix[1])}, "
-            f"but the folder is class {food.index}; kept the folder's label")
-      try:
-        data = read()
-      except Exception as e:  # A damaged archive member.
-        report.skip(file_name, f"unreadable: {e}")
-        continue
-      yield file_name, file.location, data
-    if not found:
-      raise FileNotFoundError(f"Found no files in {source}.\n{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
+  def _list_source(self, source, report) -> CorpusListing:
+    return CorpusListing(source, report)
 
-  def _annotate(self, photos, report):
+  def _annotate(self, photos, listing: CorpusListing, report):
+    """Gives each photo its crop box, mapped onto the upright image."""
     boxed = []
     for photo in photos:
-      key = photo.file_name.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()
-      pixels = self._crop_areas.get(photo.folder, {}).get(key)
+      pixels = listing.crop_areas.get(photo.folder, {}).get(crop_areas.crop_key(photo.file_name.rsplit("/", 1)[-1]))
       if pixels:
-        check = photo.check
-        raw_size = (check.height, check.width) if check.orientation >= 5 else (check.width, check.height)
-        box = crop_areas.relative_box(pixels, *raw_size)
+        box = crop_areas.relative_box(pixels, *photo.check.stored_size)
         if box is None:
           report.counts["bad crop lines"] += 1
         else:
-          photo = dataclasses.replace(photo, box=images.upright_box(box, check.orientation))
+          photo = dataclasses.replace(photo, box=images.upright_box(box, photo.check.orientation))
       boxed.append(photo)
     report.counts["images with a crop box"] = sum(p.box is not None for p in boxed)
     return boxed
 
-  def _example_maker(self, source) -> "_FoodExample":
+  def _example_maker(self, source) -> _FoodExample:
     return _FoodExample(self.builder_config.image_size)
 
 
 @dataclasses.dataclass(frozen=True)
-class _FoodExample(photo_builder.ExampleMaker):
+class _FoodExample(generation.ExampleMaker):
 
-  def fields(self, photo: photo_builder.Photo) -> dict:
+  def fields(self, photo: Photo) -> dict:
     food = classes.class_by_name()[photo.folder]
     fields = {
         "label": food.index,

@@ -19,8 +19,8 @@ import time
 import keras
 import tensorflow_datasets as tfds
 
-from photo_datasets import builder as photo_builder
 from photo_datasets import pipeline
+from photo_datasets.report import BuildReport
 
 # Each dataset's package bundles its sample in `sample/`, used as manual dir.
 DATASETS = ("flowers_dataset", "korean_food")
@@ -74,7 +74,7 @@ def main(argv=None) -> None:
     info = tfds.builder(f"{name}/224", data_dir=args.data_dir).info
     sizes = {split: split_info.num_examples for split, split_info in info.splits.items()}
     summaries.append(
-        photo_builder.format_report(name, dict(info.metadata), sizes)
+        BuildReport.from_metadata(dict(info.metadata)).summary(name, sizes)
         + f"\n  one epoch of model.fit on {seen} images: {rate:.0f} images/s"
         " (first epoch, graph tracing included)")
 

@@ -15,13 +15,12 @@ import io
 import warnings
 
 import numpy as np
-from PIL import Image, ImageOps
+from PIL import ExifTags, Image, ImageOps
 
 # Names that may hold an image; the content is still sniffed, never trusted.
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
 READABLE_FORMATS = frozenset({"JPEG", "MPO", "PNG", "BMP", "GIF", "WEBP"})
 JPEG_QUALITY = 92
-_EXIF_ORIENTATION = 0x0112
 
 
 class BadImage(ValueError):
@@ -39,9 +38,19 @@ class ImageCheck:
   orientation: int  # EXIF orientation tag, 1 when absent.
 
   @property
+  def stored_size(self) -> tuple[int, int]:
+    """(width, height) of the pixels as stored, before the EXIF orientation."""
+    return (self.height, self.width) if swaps_axes(self.orientation) else (self.width, self.height)
+
+  @property
   def is_clean_jpeg(self) -> bool:
     """A JPEG that decodes to upright RGB as it is, so it is stored unchanged."""
     return self.format == "JPEG" and self.mode == "RGB" and self.orientation == 1
+
+
+def swaps_axes(orientation: int) -> bool:
+  """EXIF orientations 5 to 8 turn the image by 90°: width and height trade places."""
+  return orientation >= 5
 
 
 def _open(data: bytes) -> Image.Image:
@@ -66,7 +75,7 @@ def _open(data: bytes) -> Image.Image:
 
 def _orientation(image: Image.Image) -> int:
   try:
-    value = image.getexif().get(_EXIF_ORIENTATION, 1)
+    value = image.getexif().get(ExifTags.Base.Orientation, 1)
   except Exception:  # A truncated EXIF block must not reject the photo.
     return 1
   return value if value in range(1, 9) else 1
@@ -82,13 +91,8 @@ def inspect_image(data: bytes) -> ImageCheck:
   with image:
     width, height = image.size
     orientation = _orientation(image)
-    check = ImageCheck(
-        format=image.format,
-        mode=image.mode,
-        width=height if orientation >= 5 else width,
-        height=width if orientation >= 5 else height,
-        orientation=orientation,
-    )
+    upright = (height, width) if swaps_axes(orientation) else (width, height)
+    check = ImageCheck(image.format, image.mode, *upright, orientation)
     if image.format in ("JPEG", "MPO"):
       image.draft(None, (max(1, width // 8), max(1, height // 8)))
     try:

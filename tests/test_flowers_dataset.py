@@ -7,8 +7,9 @@ Three kinds:
   and `224`) are shared by most tests through module-scoped fixtures;
 * the download paths (archive in the manual dir, mocked download, offline).
 
-No test touches the network: `_Downloader._sync_download` is replaced by a
-function that fails the test.
+No test touches the network: `_Downloader._sync_download` and
+`socket.create_connection` are replaced by functions that fail the test. Tests
+that mock the download also say the host is reachable.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import io
 import math
 import pathlib
 import shutil
+import socket
 import tarfile
+import time
 from unittest import mock
 
 import keras
@@ -33,6 +36,7 @@ from PIL import Image
 from tensorflow_datasets.core.download import downloader
 
 import flowers_dataset
+from flowers_dataset import flowers_dataset_dataset_builder as flowers_builder
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "flowers_dataset" / "sample" / "flower_photos"  # 100 real photos + LICENSE.txt.
@@ -53,8 +57,13 @@ def no_network():
   def refuse(*args, **kwargs):
     raise AssertionError(f"a test tried to download {args[1:2]}")
 
-  with mock.patch.object(downloader._Downloader, "_sync_download", refuse):
+  with mock.patch.object(downloader._Downloader, "_sync_download", refuse), \
+      mock.patch.object(socket, "create_connection", refuse):
     yield
+
+
+def host_reachable():
+  return mock.patch.object(flowers_builder, "_unreachable", return_value=None)
 
 
 # TFDS's harness, on flowers_dataset/dummy_data (scripts/make_dummy_data.py).
@@ -67,6 +76,10 @@ class FlowersDatasetTest(tfds.testing.DatasetBuilderTestCase):
   # flower_photos/ as the real archive does.
   DL_EXTRACT_RESULT = "download"
   SPLITS = {"train": 8, "validation": 4, "test": 3}
+
+  def setUp(self):
+    super().setUp()
+    self.enterContext(host_reachable())
 
 
 # Files to mix with the real photos.
@@ -390,7 +403,7 @@ def test_download_path_without_manual_dir(tmp_path):
   kept = sorted(SAMPLE_NAMES)[:12]
   make_corpus(extracted, real_names=set(kept))
   with mock.patch.object(tfds.download.DownloadManager, "download_and_extract", autospec=True,
-                         return_value=epath.Path(extracted)) as download:
+                         return_value=epath.Path(extracted)) as download, host_reachable():
     builder = build("full", tmp_path / "data")
   download.assert_called_once_with(mock.ANY, URL)
   examples = read_examples(builder)
@@ -399,17 +412,46 @@ def test_download_path_without_manual_dir(tmp_path):
   assert all(e["image"] == (SAMPLE / n).read_bytes() for n, e in examples.items())
 
 
-def test_offline_without_manual_dir_says_what_to_do(tmp_path):
-  offline = requests.exceptions.ConnectionError(
-      "Failed to resolve 'download.tensorflow.org' ([Errno -2] Name or service not known)")
+def test_offline_without_manual_dir_fails_fast_and_says_what_to_do(tmp_path):
+  unresolvable = socket.gaierror(-2, "Name or service not known")
+  with mock.patch.object(socket, "create_connection", side_effect=unresolvable) as connect, \
+      mock.patch.object(tfds.download.DownloadManager, "download_and_extract") as download:
+    start = time.monotonic()
+    with pytest.raises(ValueError) as error:
+      build("224", tmp_path / "data")
+  assert time.monotonic() - start < 30  # TFDS's own retries take about 200 s.
+  connect.assert_called_once_with(("download.tensorflow.org", 80), mock.ANY)
+  download.assert_not_called()
+  message = str(error.value)
+  assert f"Could not download {URL}" in message and "Name or service not known" in message
+  assert "manual dir" in message and "flower_photos.tgz" in message
+  assert "`flower_photos/` folder" in message
+
+
+def test_download_failing_after_the_host_answered_says_what_to_do(tmp_path):
+  offline = requests.exceptions.ConnectionError("Connection reset by peer")
   with mock.patch.object(tfds.download.DownloadManager, "download_and_extract",
-                         side_effect=offline):
+                         side_effect=offline), host_reachable():
     with pytest.raises(ValueError) as error:
       build("224", tmp_path / "data")
   message = str(error.value)
-  assert f"Could not download {URL}" in message and "Failed to resolve" in message
-  assert "manual dir" in message and "flower_photos.tgz" in message
+  assert f"Could not download {URL}" in message and "Connection reset by peer" in message
   assert "`flower_photos/` folder" in message
+
+
+def test_an_earlier_download_is_used_without_the_network(tmp_path):
+  """TFDS keeps downloads in <download dir>/<dataset>/<name from url and sha256>."""
+  extracted = tmp_path / "extracted"
+  make_corpus(extracted, real_names=set(sorted(SAMPLE_NAMES)[:5]))
+  registered = tfds.core.download.checksums.load_url_infos(REPO / "checksums" / "flowers_dataset.tsv")[URL]
+  cached = (tmp_path / "data" / "downloads" / "flowers_dataset"
+            / tfds.core.download.resource.get_dl_fname(URL, registered.checksum))
+  cached.parent.mkdir(parents=True)
+  cached.write_bytes(b"an earlier download")
+  with mock.patch.object(tfds.download.DownloadManager, "download_and_extract",
+                         return_value=epath.Path(extracted)):
+    builder = build("224", tmp_path / "data")  # The network guard fails any probe.
+  assert sum(s.num_examples for s in builder.info.splits.values()) == 5
 
 
 def test_manual_folder_without_usable_images_fails_clearly(tmp_path):

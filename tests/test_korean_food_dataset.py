@@ -401,7 +401,7 @@ def test_empty_manual_dir_gives_clear_error(tmp_path):
 
 def test_manual_dir_with_only_empty_folders_gives_clear_error(tmp_path):
   (tmp_path / "manual" / "kfood" / "구이").mkdir(parents=True)
-  with pytest.raises(FileNotFoundError, match="Found no files") as error:
+  with pytest.raises(ValueError, match="No usable image.*found 0 non-image files and 0 unusable") as error:
     build(tmp_path / "manual", tmp_path / "data")
   assert "aihubshell" in str(error.value)
 

@@ -15,7 +15,8 @@ SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 
 
 def _build(config, manual_dir, data_dir):
-  builder = tfds.builder("korean_food", config=config, data_dir=os.fspath(data_dir))
+  # One worker: every decode happens in this process, where the test counts them.
+  builder = tfds.builder("korean_food", config=config, data_dir=os.fspath(data_dir), workers=1)
   builder.download_and_prepare(
       download_config=tfds.download.DownloadConfig(manual_dir=os.fspath(manual_dir)))
   return builder

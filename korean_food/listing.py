@@ -1,0 +1,87 @@
+"""What the Korean food corpus holds, file by file: photos, crop files, junk.
+
+Each rule of the corpus has its home here:
+
+* junk: macOS and Windows by-products (`__MACOSX/`, `._*`, `.DS_Store`,
+  `Thumbs.db`) and every file that is neither an image nor a zip, such as
+  `org_url.csv`: counted as ignored;
+* download pieces: `kfood.zip.partN` files left by aihubshell: ignored, with a
+  warning that says how to join them;
+* unreadable archives (reported by the walker): skipped with the reason;
+* crop files: `crop_area.properties`, parsed into boxes per class folder;
+* class folders: the folder holding an image must be one of the 150 classes;
+* prefix mismatches: an `Img_XXX_` prefix naming another class than the
+  folder keeps the folder's label, with a warning.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+
+from korean_food import classes, corpus, crop_areas
+from photo_datasets.images import IMAGE_SUFFIXES
+from photo_datasets.report import BuildReport
+from photo_datasets.scan import Candidate
+
+CROP_FILE = "crop_area.properties"
+_DOWNLOAD_PIECE = re.compile(r"\.zip\.part\d*$", re.IGNORECASE)
+_PREFIX = re.compile(r"^img_(\d{3})_", re.IGNORECASE)
+
+
+def is_junk(parts: tuple[str, ...]) -> bool:
+  """macOS/Windows by-products and every file that is neither an image nor a zip."""
+  return ("__MACOSX" in parts or parts[-1].startswith(".")
+          or not parts[-1].lower().endswith(IMAGE_SUFFIXES + (".zip",)))
+
+
+class CorpusListing:
+  """Iterates over the photos of a corpus root as `Candidate`s, reporting what
+  it leaves out; afterwards `crop_areas` holds the boxes of every crop file.
+
+  Args:
+    root: the manual dir, in any layout `corpus.walk` reads.
+    report: receives the skips, warnings and counts.
+  """
+
+  def __init__(self, root: str | os.PathLike, report: BuildReport):
+    self.root, self.report = root, report
+    # Class name -> {crop key: (x, y, w, h) in stored pixels}.
+    self.crop_areas: dict[str, dict[str, tuple[int, int, int, int]]] = {}
+
+  def __iter__(self) -> Iterator[Candidate]:
+    report = self.report
+    report.counts["bad crop lines"] = 0
+    for file, read in corpus.walk(self.root):
+      folder = file.parts[-2] if len(file.parts) > 1 else ""
+      if file.name.lower() == CROP_FILE:
+        parsed = crop_areas.parse_crop_areas(read())
+        self.crop_areas.setdefault(folder, {}).update(parsed.boxes)
+        report.counts["bad crop lines"] += len(parsed.bad_lines)
+      elif is_junk(file.parts):
+        report.ignored_files += 1
+        if _DOWNLOAD_PIECE.search(file.name):
+          report.warnings.append(
+              f"{file.name} is a piece of the aihubshell download: join the pieces "
+              f"in order (cat kfood.zip.part* > kfood.zip) and keep only kfood.zip")
+      elif file.bad_archive:
+        report.skip("/".join(file.parts), "not a readable zip archive (truncated or incomplete download?)")
+      elif (food := classes.class_by_name().get(folder)) is None:
+        report.skip("/".join(file.parts), f"folder {folder!r} is not one of the 150 classes")
+      else:
+        file_name = f"{food.super_category}/{food.name}/{file.name}"
+        self._check_prefix(file_name, food)
+        try:
+          data = read()
+        except Exception as e:  # A damaged archive member.
+          report.skip(file_name, f"unreadable: {e}")
+          continue
+        yield Candidate(file_name, file.location, data)
+
+  def _check_prefix(self, file_name: str, food: classes.FoodClass) -> None:
+    prefix = _PREFIX.match(file_name.rsplit("/", 1)[-1])
+    if prefix and int(prefix[1]) != food.index:
+      self.report.warnings.append(
+          f"{file_name}: prefix Img_{prefix[1]} is class {int(prefix[1])}, "
+          f"but the folder is class {food.index}; kept the folder's label")

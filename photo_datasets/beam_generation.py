@@ -1,0 +1,77 @@
+"""Generation as an Apache Beam transform, for `tfds build --beam_pipeline_options=...`.
+
+Imported only when a build runs on Beam. Each Beam worker opens its reader in
+`setup` and closes it in `teardown`, and converts batches of photos that are
+consecutive in location order, so an archive is opened once per batch. The
+per-photo step is `generation.convert_or_skip`, as in a local build. Skipped
+photos leave the pipeline as a side output, written as JSON lines into a
+folder the builder reads back (`read_skips`) once the pipeline has run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Sequence
+
+import apache_beam as beam
+from etils import epath
+
+from photo_datasets.generation import ExampleMaker, Reader, convert_or_skip, read_or_skip
+from photo_datasets.report import Skipped
+from photo_datasets.scan import Photo
+
+_BATCH = 64
+
+
+class ConvertPhotos(beam.DoFn):
+  """Reads and converts a batch of photos; skips go to the "skipped" output."""
+
+  def __init__(self, make: ExampleMaker, reader_type: type[Reader]):
+    super().__init__()
+    self._make, self._reader_type = make, reader_type
+    self._reader: Reader | None = None
+
+  def setup(self):
+    self._reader = self._reader_type().__enter__()
+
+  def teardown(self):
+    if self._reader is not None:
+      self._reader.__exit__(None, None, None)
+
+  def process(self, batch: list[Photo]):
+    for photo in batch:
+      result = convert_or_skip(self._make, photo, read_or_skip(self._reader, photo))
+      if isinstance(result, Skipped):
+        yield beam.pvalue.TaggedOutput("skipped", json.dumps(dataclasses.asdict(result)))
+      else:
+        yield result
+
+
+class ConvertSplit(beam.PTransform):
+  """`(key, example)` pairs of one split, for TFDS's Beam writer."""
+
+  def __init__(self, photos: Sequence[Photo], make: ExampleMaker, reader_type: type[Reader],
+               skips_dir: epath.PathLike, split: str):
+    super().__init__()
+    self._batches = [list(photos[i:i + _BATCH]) for i in range(0, len(photos), _BATCH)]
+    self._convert = ConvertPhotos(make, reader_type)
+    self._skips_prefix = os.path.join(os.fspath(skips_dir), f"skipped-{split}")
+
+  def expand(self, begin):
+    results = (begin
+               | "Batches" >> beam.Create(self._batches)
+               | "Convert" >> beam.ParDo(self._convert).with_outputs("skipped", main="examples"))
+    _ = results.skipped | "WriteSkipped" >> beam.io.WriteToText(self._skips_prefix)
+    return results.examples
+
+
+def read_skips(folder: epath.PathLike) -> list[Skipped]:
+  """What every `ConvertSplit` writing into `folder` skipped; removes the folder."""
+  folder = epath.Path(folder)
+  skipped = []
+  for path in sorted(folder.glob("skipped-*")):
+    skipped += [Skipped(**json.loads(line)) for line in path.read_text().splitlines() if line]
+  folder.rmtree(missing_ok=True)
+  return skipped

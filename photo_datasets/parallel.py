@@ -1,0 +1,146 @@
+"""Per-photo work on every core the process may use, results in input order.
+
+The main process reads the source sequentially (each archive opened once) and
+hands each photo's bytes to a pool of worker processes; results come back in
+input order, so a build is the same whatever the worker count. At most a few
+photos per worker are in flight, so memory does not grow with the corpus.
+
+A worker that dies (out of memory, a crash in a native decoder) does not stop
+the build: the photos it may have held are run again one by one, each in a
+fresh process, and the one that kills its process again is given to
+`on_crash` (the callers skip and report it).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import multiprocessing
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from concurrent import futures
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+# `tfds build` cannot pass arguments to a builder, so the count is also read from here.
+WORKERS_ENV = "PHOTO_DATASETS_WORKERS"
+_IN_FLIGHT_PER_WORKER = 4
+
+
+def default_workers() -> int:
+  """`$PHOTO_DATASETS_WORKERS` if set, else every core this process may use."""
+  value = os.environ.get(WORKERS_ENV, "").strip()
+  if value:
+    return check_workers(value, f"${WORKERS_ENV}")
+  if hasattr(os, "sched_getaffinity"):
+    return len(os.sched_getaffinity(0))
+  return os.cpu_count() or 1
+
+
+def check_workers(value: Any, name: str = "workers") -> int:
+  try:
+    workers = int(value)
+  except (TypeError, ValueError):
+    workers = 0
+  if workers < 1 or str(value).strip() != str(workers):
+    raise ValueError(f"{name} must be a whole number >= 1, got {value!r}.")
+  return workers
+
+
+def _context():
+  # Fork starts workers in milliseconds and shares the loaded modules; the
+  # workers only run PIL and hashlib, never TensorFlow.
+  if sys.platform.startswith("linux"):
+    return multiprocessing.get_context("fork")
+  return multiprocessing.get_context()
+
+
+_TASK: Callable[[Any], Any] | None = None
+
+
+def _install(task: Callable[[Any], Any]) -> None:
+  global _TASK
+  _TASK = task
+
+
+def _run(item: Any) -> Any:
+  assert _TASK is not None
+  return _TASK(item)
+
+
+def _pool(task: Callable[[Any], Any], workers: int) -> futures.ProcessPoolExecutor:
+  return futures.ProcessPoolExecutor(
+      workers, mp_context=_context(), initializer=_install, initargs=(task,))
+
+
+def _done(result: Any) -> futures.Future:
+  future: futures.Future = futures.Future()
+  future.set_result(result)
+  return future
+
+
+def ordered_map(
+    task: Callable[[Item], Result],
+    items: Iterable[Item],
+    *,
+    workers: int,
+    on_crash: Callable[[Item], Result],
+    inline: Callable[[Item], bool] | None = None,
+) -> Iterator[Result]:
+  """Yields `task(item)` for every item, in order, computed on `workers` processes.
+
+  Args:
+    task: a picklable function; exceptions it raises stop the map.
+    items: consumed lazily, at most a few per worker ahead of the results.
+    workers: 1 runs everything in this process, with no subprocess at all.
+    on_crash: the result for an item whose worker process died twice.
+    inline: items for which it is true are computed here, not sent to a worker
+      (work too small to pay for the transfer).
+  """
+  if workers <= 1:
+    yield from map(task, items)
+    return
+  pending: collections.deque[tuple[Item, futures.Future]] = collections.deque()
+  pool = _pool(task, workers)
+  try:
+    for item in items:
+      future = _done(task(item)) if inline and inline(item) else pool.submit(_run, item)
+      pending.append((item, future))
+      while len(pending) >= workers * _IN_FLIGHT_PER_WORKER:
+        result, pool = _next(pending, pool, task, workers, on_crash)
+        yield result
+    while pending:
+      result, pool = _next(pending, pool, task, workers, on_crash)
+      yield result
+  finally:
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _next(pending, pool, task, workers, on_crash):
+  """Pops the oldest result; after a worker died, reruns what the pool held."""
+  item, future = pending[0]
+  try:
+    result = future.result()
+  except BrokenProcessPool:
+    logging.warning("A worker process died; rerunning its %d photos one by one.", len(pending))
+    pool.shutdown(wait=True, cancel_futures=True)
+    for i, (held, held_future) in enumerate(pending):
+      if not held_future.done() or held_future.exception() is not None:
+        pending[i] = (held, _done(_run_alone(task, held, on_crash)))
+    pool = _pool(task, workers)
+    item, future = pending[0]
+    result = future.result()
+  pending.popleft()
+  return result, pool
+
+
+def _run_alone(task, item, on_crash):
+  with _pool(task, 1) as solo:
+    try:
+      return solo.submit(_run, item).result()
+    except BrokenProcessPool:
+      return on_crash(item)

@@ -1,0 +1,135 @@
+"""The scan: every candidate file read once, validated and hashed, on every core.
+
+A builder lists its source as `Candidate`s (name, location, bytes), read in
+location order in this process. Workers decode each one completely
+(`images.inspect_image`) and hash it for the split rule; what cannot be used
+is skipped with its reason in the `BuildReport`. The result is saved in TFDS's
+download dir, keyed by the names, sizes and times of the source files, and
+reused by every config built later from the same files.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Iterable, Iterator
+
+from etils import epath
+from tensorflow_datasets.core.utils import tqdm_utils
+
+from photo_datasets import images, parallel, splits
+from photo_datasets.report import BuildReport, Skipped, class_folder
+
+Box = tuple[float, float, float, float]  # ymin, xmin, ymax, xmax; relative, upright.
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+  """A source file that may be an image, with its bytes."""
+
+  file_name: str  # Example key and `file_name` feature: "<...>/<class>/<file>".
+  location: tuple[str, ...]  # How the builder's reader finds the bytes again.
+  data: bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class Photo:
+  """One valid source image, as learned by the scan."""
+
+  file_name: str
+  location: tuple[str, ...]
+  digest: str  # SHA-256 of the source bytes.
+  check: images.ImageCheck
+  box: Box | None = None
+
+  @property
+  def split(self) -> str:
+    return splits.split_of(self.digest)
+
+  @property
+  def folder(self) -> str:
+    return class_folder(self.file_name)
+
+
+def inspect_candidate(candidate: Candidate) -> Photo | Skipped:
+  """The per-file work of the scan (runs in a worker)."""
+  try:
+    check = images.inspect_image(candidate.data)
+  except images.BadImage as e:
+    return Skipped(candidate.file_name, str(e))
+  digest = splits.content_digest(candidate.data)
+  return Photo(candidate.file_name, candidate.location, digest, check)
+
+
+def _crashed(candidate: Candidate) -> Skipped:
+  return Skipped(candidate.file_name,
+                 "decoding it killed the worker process (out of memory or a decoder crash)")
+
+
+def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int) -> list[Photo]:
+  """Validates and hashes every candidate; returns the photos sorted by name."""
+
+  def first_copies() -> Iterator[Candidate]:
+    seen = set()
+    for candidate in tqdm_utils.tqdm(candidates, desc="Scanning", unit=" files"):
+      if candidate.file_name in seen:
+        report.warnings.append(
+            f"{candidate.file_name} appears twice in the source; kept the first copy")
+        continue
+      seen.add(candidate.file_name)
+      yield candidate
+
+  photos = []
+  for result in parallel.ordered_map(
+      inspect_candidate, first_copies(), workers=workers, on_crash=_crashed):
+    if isinstance(result, Skipped):
+      report.skipped_files.append(result)
+    else:
+      photos.append(result)
+  by_digest = collections.defaultdict(list)
+  for photo in photos:
+    by_digest[photo.digest].append(photo.file_name)
+  report.duplicates = sorted(sorted(group) for group in by_digest.values() if len(group) > 1)
+  report.counts["images converted to JPEG"] = sum(not p.check.is_clean_jpeg for p in photos)
+  return sorted(photos, key=lambda p: p.file_name)
+
+
+# Bump when the scan learns something new or checks differently.
+_SCAN_FORMAT = 1
+
+
+def source_fingerprint(root: str) -> str:
+  """Changes whenever a file under `root` is added, removed, resized or touched."""
+  digest = hashlib.sha256(f"{_SCAN_FORMAT}\0{root}".encode())
+  for folder, dirs, files in os.walk(root):
+    dirs.sort()
+    for name in sorted(files):
+      stat = os.stat(os.path.join(folder, name))
+      digest.update(f"\0{folder}/{name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode(
+          "utf-8", "surrogateescape"))
+  return digest.hexdigest()
+
+
+def save_scan(path: epath.Path, photos: list[Photo], report: BuildReport) -> None:
+  """Writes the scan atomically; a read-only folder only costs a rescan later."""
+  rows = [[p.file_name, list(p.location), p.digest, dataclasses.astuple(p.check), p.box]
+          for p in photos]
+  try:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps({"photos": rows, "report": report.as_metadata()}))
+    partial.replace(path)
+  except OSError as e:
+    logging.warning("Could not save the scan in %s: %s", path.parent, e)
+
+
+def load_scan(path: epath.Path) -> tuple[list[Photo], BuildReport]:
+  saved = json.loads(path.read_text())
+  photos = [Photo(name, tuple(location), digest, images.ImageCheck(*check),
+                  tuple(box) if box else None)
+            for name, location, digest, check, box in saved["photos"]]
+  return photos, BuildReport.from_metadata(saved["report"])
