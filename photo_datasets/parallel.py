@@ -108,8 +108,7 @@ def ordered_map(
   pool = _pool(task, workers)
   try:
     for item in items:
-      future = _done(task(item)) if inline and inline(item) else pool.submit(_run, item)
-      pending.append((item, future))
+      pending.append((item, _done(task(item)) if inline and inline(item) else _submit(pool, item)))
       while len(pending) >= workers * _IN_FLIGHT_PER_WORKER:
         result, pool = _next(pending, pool, task, workers, on_crash)
         yield result
@@ -118,6 +117,15 @@ def ordered_map(
       yield result
   finally:
     pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _submit(pool: futures.ProcessPoolExecutor, item: Any) -> futures.Future:
+  try:
+    return pool.submit(_run, item)
+  except BrokenProcessPool as e:  # A worker died since the last result: `_next` reruns.
+    future: futures.Future = futures.Future()
+    future.set_exception(e)
+    return future
 
 
 def _next(pending, pool, task, workers, on_crash):

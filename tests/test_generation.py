@@ -1,0 +1,97 @@
+"""Builds on every core: the same dataset whatever the worker count, and a
+worker process that dies costs only the photo that killed it."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import signal
+
+import pytest
+import tensorflow_datasets as tfds
+
+import flowers_dataset
+import korean_food
+from photo_datasets import images
+
+KFOOD_SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
+FLOWERS_SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample"
+
+
+def build(name: str, manual_dir, data_dir, workers: int) -> tfds.core.DatasetBuilder:
+  builder = tfds.builder(name, data_dir=os.fspath(data_dir), workers=workers)
+  builder.download_and_prepare(
+      download_config=tfds.download.DownloadConfig(manual_dir=os.fspath(manual_dir)))
+  return builder
+
+
+def written_files(builder) -> dict[str, bytes]:
+  """Every record file and the metadata of a built config, by name."""
+  folder = pathlib.Path(builder.data_dir)
+  return {p.name: p.read_bytes() for p in sorted(folder.iterdir())
+          if ".tfrecord-" in p.name or p.name == "metadata.json"}
+
+
+@pytest.mark.parametrize("name, manual_dir", [
+    ("korean_food/64", KFOOD_SAMPLE),
+    ("korean_food/full", KFOOD_SAMPLE),
+    ("flowers_dataset/32", FLOWERS_SAMPLE),
+])
+def test_any_worker_count_writes_the_same_bytes(tmp_path, name, manual_dir):
+  one = build(name, manual_dir, tmp_path / "one", workers=1)
+  three = build(name, manual_dir, tmp_path / "three", workers=3)
+  assert one.workers == 1 and three.workers == 3
+  files = written_files(one)
+  assert len([f for f in files if ".tfrecord-" in f]) == 3 and "metadata.json" in files
+  assert written_files(three) == files
+  assert ({s: i.num_examples for s, i in three.info.splits.items()}
+          == {s: i.num_examples for s, i in one.info.splits.items()})
+
+
+def test_workers_come_from_the_environment_and_are_checked(monkeypatch):
+  monkeypatch.setenv("PHOTO_DATASETS_WORKERS", "5")
+  assert tfds.builder("korean_food/64").workers == 5
+  assert tfds.builder("korean_food/64", workers=2).workers == 2
+  with pytest.raises(ValueError, match="workers must be a whole number >= 1, got 0"):
+    tfds.builder("korean_food/64", workers=0)
+
+
+def _flowers(tmp_path) -> tuple[pathlib.Path, bytes, str]:
+  manual = tmp_path / "manual"
+  for label in ("daisy", "tulips"):
+    shutil.copytree(FLOWERS_SAMPLE / "flower_photos" / label, manual / "flower_photos" / label)
+  victim = sorted((manual / "flower_photos" / "tulips").iterdir())[3]
+  return manual, victim.read_bytes(), f"tulips/{victim.name}"
+
+
+def _kill_on(victim: bytes, real):
+  def kill_or_run(data, *args, **kwargs):
+    if data == victim:
+      os.kill(os.getpid(), signal.SIGKILL)  # As the kernel's out-of-memory killer does.
+    return real(data, *args, **kwargs)
+  return kill_or_run
+
+
+def _stored_names(builder) -> set[str]:
+  return {ex["file_name"].decode() for split in builder.info.splits
+          for ex in tfds.as_numpy(builder.as_dataset(split=split))}
+
+
+def test_a_worker_killed_while_converting_skips_that_photo(tmp_path, monkeypatch):
+  manual, victim, victim_name = _flowers(tmp_path)
+  monkeypatch.setattr(images, "encode_image", _kill_on(victim, images.encode_image))
+  builder = build("flowers_dataset/64", manual, tmp_path / "data", workers=2)
+  skipped = builder.info.metadata["skipped_files"]
+  assert skipped == [{"file_name": victim_name, "reason":
+                      "conversion killed the worker process (out of memory or a decoder crash)"}]
+  assert _stored_names(builder) == {f"{p.parent.name}/{p.name}" for p in manual.glob("*/*/*.jpg")} - {victim_name}
+
+
+def test_a_worker_killed_while_scanning_skips_that_photo(tmp_path, monkeypatch):
+  manual, victim, victim_name = _flowers(tmp_path)
+  monkeypatch.setattr(images, "inspect_image", _kill_on(victim, images.inspect_image))
+  builder = build("flowers_dataset/64", manual, tmp_path / "data", workers=2)
+  assert builder.info.metadata["skipped_files"] == [{"file_name": victim_name, "reason":
+                                                     "decoding it killed the worker process (out of memory or a decoder crash)"}]
+  assert len(_stored_names(builder)) == 39

@@ -1,0 +1,74 @@
+"""`parallel.ordered_map`: input order whatever the worker count, bounded
+look-ahead, and a dead worker costs only the item that killed it."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from photo_datasets import parallel
+
+
+def square_with_pid(x: int) -> tuple[int, int]:
+  return x * x, os.getpid()
+
+
+def die_on_13(x: int) -> int:
+  if x == 13:
+    os.kill(os.getpid(), signal.SIGKILL)  # As the kernel's out-of-memory killer does.
+  return x * x
+
+
+def crashed(x: int) -> str:
+  return f"crashed on {x}"
+
+
+def test_results_come_in_input_order_from_worker_processes():
+  results = list(parallel.ordered_map(square_with_pid, range(200), workers=3, on_crash=crashed))
+  assert [r for r, _ in results] == [x * x for x in range(200)]
+  assert os.getpid() not in {pid for _, pid in results}
+
+
+def test_one_worker_runs_in_this_process():
+  results = list(parallel.ordered_map(square_with_pid, range(5), workers=1, on_crash=crashed))
+  assert results == [(x * x, os.getpid()) for x in range(5)]
+
+
+def test_inline_items_are_computed_here_in_order():
+  results = list(parallel.ordered_map(square_with_pid, range(40), workers=2, on_crash=crashed,
+                                      inline=lambda x: x % 2 == 0))
+  assert [r for r, _ in results] == [x * x for x in range(40)]
+  assert {pid == os.getpid() for x, (_, pid) in zip(range(40), results) if x % 2 == 0} == {True}
+  assert os.getpid() not in {pid for x, (_, pid) in zip(range(40), results) if x % 2}
+
+
+def test_a_worker_killed_by_one_item_loses_only_that_item():
+  results = list(parallel.ordered_map(die_on_13, range(60), workers=2, on_crash=crashed))
+  assert results == [x * x if x != 13 else "crashed on 13" for x in range(60)]
+
+
+def test_items_are_read_lazily_a_few_per_worker_ahead():
+  taken = []
+
+  def items():
+    for x in range(1000):
+      taken.append(x)
+      yield x
+
+  results = parallel.ordered_map(square_with_pid, items(), workers=2, on_crash=crashed)
+  next(results)
+  assert len(taken) <= 2 * 4 + 1
+  results.close()
+
+
+def test_worker_count_from_the_environment(monkeypatch):
+  monkeypatch.setenv(parallel.WORKERS_ENV, "3")
+  assert parallel.default_workers() == 3
+  monkeypatch.delenv(parallel.WORKERS_ENV)
+  assert parallel.default_workers() == len(os.sched_getaffinity(0))
+  for bad in ("0", "-2", "two", "1.5"):
+    monkeypatch.setenv(parallel.WORKERS_ENV, bad)
+    with pytest.raises(ValueError, match=f"PHOTO_DATASETS_WORKERS must be a whole number >= 1, got '{bad}'"):
+      parallel.default_workers()
