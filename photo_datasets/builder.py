@@ -32,7 +32,7 @@ from absl import logging
 from etils import epath
 
 from photo_datasets import configs, generation, parallel, scan, splits
-from photo_datasets.report import BuildReport, Skipped
+from photo_datasets.report import BuildReport
 
 CHECKSUMS_DIR = epath.Path(__file__).parent.parent / "checksums"
 

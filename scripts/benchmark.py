@@ -1,92 +1,214 @@
-"""Build and read throughput of `korean_food` on a generated corpus.
+"""Build throughput of `korean_food` against a naive one-core PIL loop, and memory.
 
-  python scripts/benchmark.py [--images 600] [--workdir /tmp/kfood_bench]
+  python scripts/benchmark.py [--photos DIR] [--images 3000] [--rss 10000 40000]
 
-Writes N photo-sized JPEGs (640x480, in 6 classes) as a kfood.zip of stored
-inner zips, builds both configs with `tfds build` in one process (one scan,
-reused), and reads the `224` train split as `model.fit` would get it
-(`tfds.load(batch_size=64, as_supervised=True)` and
-`pipeline.training_dataset`). Prints images per second for each phase.
+Photos come from DIR (any layout the builder reads: kfood.zip, group zips or
+an extracted tree) or are generated: realistic sizes (300-1,600 px on the long
+side), photo-like content, about 100 KB each, in a kfood.zip of stored inner
+zips as AIHub ships it. Generated corpora reuse 400 distinct photos and make
+every file unique with its own JPEG comment, so hashing and the split rule see
+distinct files while the decode work stays that of real-size photos.
+
+On the same photos, side by side, it times:
+* the naive loop: one core, each photo read, opened with PIL, converted to RGB,
+  resized to 224x224 and encoded as JPEG;
+* `tfds build`-equivalent builds of `korean_food/224` (scan included) with 1
+  worker and with every core, then `full` reusing the scan;
+* reading the `224` train split with `tfds.load(batch_size=64)`.
+Each build runs in its own process, timed from after TensorFlow's import (about
+3 s that `tfds build` pays once, whatever the corpus size). Peak RSS is that
+of the main process (`VmHWM`) and of the largest worker (`getrusage`; it
+counts the pages a forked worker shares with the main process). `--rss A B`
+also builds `224` from A and from B generated photos and compares the peaks.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
+import resource
 import shutil
+import subprocess
+import sys
+import tempfile
 import time
 import zipfile
 
 import numpy as np
-import tensorflow_datasets as tfds
 from PIL import Image
 
-import korean_food
-from photo_datasets import pipeline
+_DISTINCT = 400
+_GROUPS = {  # super-category -> classes used (names from classes.tsv)
+    "구이": ("갈비구이", "갈치구이"), "찌개": ("김치찌개", "된장찌개"), "밥": ("비빔밥", "김밥"),
+}
 
-CLASSES = [c for c in korean_food.food_classes() if c.index in (0, 1, 40, 80, 119, 149)]
+
+def _photo(rng: np.random.Generator) -> bytes:
+  """A photo-like JPEG: smooth shapes, texture and sensor noise, 300-1,600 px."""
+  long_side = int(rng.integers(300, 1601))
+  short_side = int(long_side * rng.uniform(0.6, 1.0))
+  width, height = (long_side, short_side) if rng.random() < 0.7 else (short_side, long_side)
+  y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+  pixels = np.zeros((height, width, 3), np.float32)
+  for channel in range(3):
+    for _ in range(4):
+      cx, cy, r = rng.uniform(0, width), rng.uniform(0, height), rng.uniform(0.1, 0.6) * long_side
+      pixels[..., channel] += rng.uniform(40, 120) * np.exp(-((x - cx) ** 2 + (y - cy) ** 2) / (2 * r * r))
+  texture = np.sin(x / rng.uniform(3, 9) + np.cos(y / rng.uniform(4, 11)) * 3) * 18
+  pixels += texture[..., None] + rng.normal(0, 4, (height, width, 3))
+  out = io.BytesIO()
+  Image.fromarray(pixels.clip(0, 255).astype(np.uint8)).save(out, "JPEG", quality=int(rng.integers(75, 91)))
+  return out.getvalue()
 
 
-def make_corpus(root: str, count: int) -> None:
-  rng = np.random.default_rng(0)
-  y, x = np.mgrid[0:480, 0:640]
-  inner = {}
-  for i in range(count):
-    food = CLASSES[i % len(CLASSES)]
-    base = (np.sin(x / (20 + i % 17)) + np.cos(y / (15 + i % 13))) * 60 + 128
-    pixels = np.stack([base, base[::-1], base[:, ::-1]], -1) + rng.normal(0, 12, (480, 640, 3))
-    out = io.BytesIO()
-    Image.fromarray(pixels.clip(0, 255).astype(np.uint8)).save(out, "JPEG", quality=90)
-    name = f"{food.super_category}/{food.name}/Img_{food.index:03d}_{i:04d}.jpg"
-    inner.setdefault(food.super_category, []).append((name, out.getvalue()))
+def _unique(jpeg: bytes, tag: int) -> bytes:
+  """The same image with its own JPEG comment (COM segment after SOI)."""
+  comment = f"copy {tag}".encode()
+  return jpeg[:2] + b"\xff\xfe" + (len(comment) + 2).to_bytes(2, "big") + comment + jpeg[2:]
+
+
+def make_corpus(root: str, count: int, seed: int = 0) -> None:
+  """`root/kfood.zip` with `count` photos in 6 classes, as AIHub ships it."""
+  import korean_food  # Only for the class indices.
+  index = {c.name: c.index for c in korean_food.food_classes()}
+  rng = np.random.default_rng(seed)
+  distinct = [_photo(rng) for _ in range(min(count, _DISTINCT))]
+  folders = [(group, food) for group, foods in _GROUPS.items() for food in foods]
   os.makedirs(root, exist_ok=True)
   with zipfile.ZipFile(os.path.join(root, "kfood.zip"), "w", zipfile.ZIP_STORED) as outer:
-    for group, members in inner.items():
-      buffer = io.BytesIO()
-      with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
-        for name, data in members:
-          z.writestr(name, data)
-      outer.writestr(f"{group}.zip", buffer.getvalue())
+    for group in _GROUPS:
+      # Each inner zip goes through a temporary file: the corpus is never held in memory.
+      with tempfile.TemporaryFile() as spool:
+        with zipfile.ZipFile(spool, "w", zipfile.ZIP_STORED) as inner:
+          for i in range(count):
+            if folders[i % len(folders)][0] == group:
+              food = folders[i % len(folders)][1]
+              inner.writestr(f"{group}/{food}/Img_{index[food]:03d}_{i:05d}.jpg",
+                             _unique(distinct[i % len(distinct)], i))
+        spool.seek(0)
+        with outer.open(f"{group}.zip", "w", force_zip64=True) as member:
+          shutil.copyfileobj(spool, member, 1 << 20)
+
+
+def naive_loop(manual_dir: str) -> tuple[int, float]:
+  """(photos, seconds) of the hand-written one-core pipeline."""
+  from korean_food import corpus
+  from photo_datasets.images import IMAGE_SUFFIXES
+  start, count = time.perf_counter(), 0
+  for file, read in corpus.walk(manual_dir):
+    if not file.name.lower().endswith(IMAGE_SUFFIXES):
+      continue
+    with Image.open(io.BytesIO(read())) as image:
+      small = image.convert("RGB").resize((224, 224), Image.BICUBIC)
+    small.save(io.BytesIO(), "JPEG", quality=92)
+    count += 1
+  return count, time.perf_counter() - start
+
+
+def _build_in_this_process(config: str, manual_dir: str, data_dir: str, workers: int) -> None:
+  import tensorflow as tf  # noqa: F401  (TFDS imports it lazily: 3 s that are no build's work)
+  import tensorflow_datasets as tfds
+
+  import korean_food  # noqa: F401  (registers the builder)
+  builder = tfds.builder(f"korean_food/{config}", data_dir=data_dir, workers=workers)
+  start = time.perf_counter()
+  builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=manual_dir))
+  seconds = time.perf_counter() - start
+  examples = sum(split.num_examples for split in builder.info.splits.values())
+  print("RESULT " + json.dumps({
+      "seconds": seconds, "examples": examples, "rss_mb": _peak_rss_mb(),
+      "worker_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+  }))
+
+
+def _peak_rss_mb() -> float:
+  """This process's peak RSS. Not `getrusage`: its maxrss survives `exec`, so
+  it would report the launching process's peak when that one was larger."""
+  with open("/proc/self/status") as status:
+    (line,) = [l for l in status if l.startswith("VmHWM:")]
+  return int(line.split()[1]) / 1024
+
+
+def build(config: str, manual_dir: str, data_dir: str, workers: int) -> dict:
+  """Builds in a fresh process, so peak RSS is this build's alone."""
+  out = subprocess.run(
+      [sys.executable, __file__, "--_build", config, manual_dir, data_dir, str(workers)],
+      check=True, capture_output=True, text=True)
+  (line,) = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
+  return json.loads(line.removeprefix("RESULT "))
+
+
+def read_rate(data_dir: str) -> tuple[int, float]:
+  import tensorflow_datasets as tfds
+
+  import korean_food  # noqa: F401
+  ds = tfds.load("korean_food/224", split="train", batch_size=64, as_supervised=True,
+                 data_dir=data_dir, read_config=tfds.ReadConfig(try_autocache=False))
+  start, seen = time.perf_counter(), 0
+  for images, _ in ds:
+    seen += int(images.shape[0])
+  return seen, time.perf_counter() - start
 
 
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--images", type=int, default=600)
-  parser.add_argument("--workdir", default="/tmp/kfood_bench")
+  parser.add_argument("--photos", help="a folder in any korean_food layout; default: generate")
+  parser.add_argument("--images", type=int, default=3000, help="photos to generate")
+  parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
+  parser.add_argument("--rss", type=int, nargs=2, metavar=("A", "B"),
+                      help="also compare the peak RSS of 224 builds of A and B generated photos")
+  parser.add_argument("--workdir", default="/tmp/photo_datasets_bench")
+  parser.add_argument("--_build", nargs=4, help=argparse.SUPPRESS)
   args = parser.parse_args()
+  if args._build:
+    config, manual_dir, data_dir, workers = args._build
+    _build_in_this_process(config, manual_dir, data_dir, int(workers))
+    return
+
   shutil.rmtree(args.workdir, ignore_errors=True)
-  manual_dir, data_dir = f"{args.workdir}/manual", f"{args.workdir}/data"
-  make_corpus(manual_dir, args.images)
+  manual_dir = args.photos or f"{args.workdir}/manual"
+  if not args.photos:
+    make_corpus(manual_dir, args.images)
+  count, naive_seconds = naive_loop(manual_dir)
+  naive_rate = count / naive_seconds
+  rows = [("naive PIL loop, 1 core (read, RGB, resize 224, encode)", 1, count, naive_seconds, None)]
+  for workers in sorted({1, args.workers}):
+    result = build("224", manual_dir, f"{args.workdir}/data_{workers}", workers)
+    rows.append((f"build 224, scan included, {workers} worker(s)", workers, count,
+                 result["seconds"], result))
+  result = build("full", manual_dir, f"{args.workdir}/data_{args.workers}", args.workers)
+  rows.append((f"build full, scan reused, {args.workers} worker(s)", args.workers, count,
+               result["seconds"], result))
+  seen, read_seconds = read_rate(f"{args.workdir}/data_{args.workers}")
+  rows.append(("read 224 train, tfds.load(batch_size=64)", None, seen, read_seconds, None))
 
-  config = tfds.download.DownloadConfig(manual_dir=manual_dir)
-  timings = {}
-  for name in ("224", "full"):
-    builder = tfds.builder(f"korean_food/{name}", data_dir=data_dir)
-    start = time.perf_counter()
-    builder.download_and_prepare(download_config=config)
-    timings[f"build {name}" + (" (includes the scan)" if name == "224" else "")] = (
-        time.perf_counter() - start)
+  print(f"\n{count} photos from {manual_dir}; {len(os.sched_getaffinity(0))} cores "
+        f"({os.cpu_count()} in the machine)")
+  print(f"{'phase':58} {'images/s':>9} {'x naive':>8} {'per core':>9} {'peak RSS MB (main/worker)':>26}")
+  for label, workers, n, seconds, result in rows:
+    rate = n / seconds
+    per_core = f"{rate / naive_rate / workers:.2f}" if workers else ""
+    rss = f"{result['rss_mb']:.0f} / {result['worker_rss_mb']:.0f}" if result else ""
+    print(f"{label:58} {rate:9.0f} {rate / naive_rate:8.2f} {per_core:>9} {rss:>26}")
+  rate_224, rate_full = count / rows[-3][3], count / rows[-2][3]
+  total = 150_513 / rate_224 + 150_513 / rate_full
+  print(f"projected full corpus (150,513 photos), 224 then full with {args.workers} workers: "
+        f"{total / 60:.1f} min")
 
-  # Without TFDS's automatic in-memory cache, as for the real corpus (GBs).
-  no_cache = tfds.ReadConfig(try_autocache=False)
-  readers = {
-      "tfds.load(batch_size=64)": tfds.load(
-          "korean_food/224", split="train", batch_size=64, as_supervised=True,
-          data_dir=data_dir, read_config=no_cache),
-      "pipeline.training_dataset(batch_size=64)": pipeline.training_dataset(
-          "korean_food/224", batch_size=64, data_dir=data_dir),
-  }
-  for label, ds in readers.items():
-    start, seen = time.perf_counter(), 0
-    for images, _ in ds:
-      seen += int(images.shape[0])
-    timings[f"read 224 train with {label} ({seen} images)"] = (time.perf_counter() - start, seen)
-
-  print(f"\nkorean_food benchmark, {args.images} JPEGs of 640x480, {os.cpu_count()} cores")
-  for phase, value in timings.items():
-    seconds, count = value if isinstance(value, tuple) else (value, args.images)
-    print(f"  {phase}: {seconds:.1f} s, {count / seconds:.0f} images/s")
+  if args.rss:
+    peaks = {}
+    for size in args.rss:
+      folder = f"{args.workdir}/rss_{size}"
+      make_corpus(f"{folder}/manual", size, seed=size)
+      result = build("224", f"{folder}/manual", f"{folder}/data", args.workers)
+      peaks[size] = result["rss_mb"]
+      print(f"build 224 of {size} photos: {size / result['seconds']:.0f} images/s, peak RSS "
+            f"{result['rss_mb']:.0f} MB main, {result['worker_rss_mb']:.0f} MB largest worker")
+      shutil.rmtree(folder)
+    a, b = args.rss
+    print(f"peak RSS ratio {b} / {a} photos: {peaks[b] / peaks[a]:.2f}")
 
 
 if __name__ == "__main__":

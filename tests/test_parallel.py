@@ -40,8 +40,8 @@ def test_inline_items_are_computed_here_in_order():
   results = list(parallel.ordered_map(square_with_pid, range(40), workers=2, on_crash=crashed,
                                       inline=lambda x: x % 2 == 0))
   assert [r for r, _ in results] == [x * x for x in range(40)]
-  assert {pid == os.getpid() for x, (_, pid) in zip(range(40), results) if x % 2 == 0} == {True}
-  assert os.getpid() not in {pid for x, (_, pid) in zip(range(40), results) if x % 2}
+  assert {pid == os.getpid() for x, (_, pid) in zip(range(40), results, strict=True) if x % 2 == 0} == {True}
+  assert os.getpid() not in {pid for x, (_, pid) in zip(range(40), results, strict=True) if x % 2}
 
 
 def test_a_worker_killed_by_one_item_loses_only_that_item():
