@@ -25,6 +25,7 @@ also builds `224` from A and from B generated photos and compares the peaks.
 from __future__ import annotations
 
 import argparse
+import glob
 import io
 import json
 import os
@@ -107,9 +108,13 @@ def naive_loop(manual_dir: str) -> tuple[int, float]:
   return count, time.perf_counter() - start
 
 
-def _build_in_this_process(config: str, manual_dir: str, data_dir: str, workers: int) -> None:
+def _build_in_this_process(config: str, manual_dir: str, data_dir: str, workers: int,
+                           tfds_buffer_mb: int) -> None:
   import tensorflow as tf  # noqa: F401  (TFDS imports it lazily: 3 s that are no build's work)
   import tensorflow_datasets as tfds
+  from tensorflow_datasets.core import shuffle
+  if tfds_buffer_mb:  # A measuring device only: isolates this package's memory from TFDS's.
+    shuffle.MAX_MEM_BUFFER_SIZE = tfds_buffer_mb << 20
 
   import korean_food  # noqa: F401  (registers the builder)
   builder = tfds.builder(f"korean_food/{config}", data_dir=data_dir, workers=workers)
@@ -131,10 +136,11 @@ def _peak_rss_mb() -> float:
   return int(line.split()[1]) / 1024
 
 
-def build(config: str, manual_dir: str, data_dir: str, workers: int) -> dict:
+def build(config: str, manual_dir: str, data_dir: str, workers: int, tfds_buffer_mb: int = 0) -> dict:
   """Builds in a fresh process, so peak RSS is this build's alone."""
   out = subprocess.run(
-      [sys.executable, __file__, "--_build", config, manual_dir, data_dir, str(workers)],
+      [sys.executable, __file__, "--_build", config, manual_dir, data_dir, str(workers),
+       str(tfds_buffer_mb)],
       check=True, capture_output=True, text=True)
   (line,) = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
   return json.loads(line.removeprefix("RESULT "))
@@ -159,12 +165,15 @@ def main() -> None:
   parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
   parser.add_argument("--rss", type=int, nargs=2, metavar=("A", "B"),
                       help="also compare the peak RSS of 224 builds of A and B generated photos")
+  parser.add_argument("--tfds_buffer_mb", type=int, default=0,
+                      help="with --rss: cap TFDS's in-memory shuffle buffer (default 1 GB), "
+                           "to see this package's own memory")
   parser.add_argument("--workdir", default="/tmp/photo_datasets_bench")
-  parser.add_argument("--_build", nargs=4, help=argparse.SUPPRESS)
+  parser.add_argument("--_build", nargs=5, help=argparse.SUPPRESS)
   args = parser.parse_args()
   if args._build:
-    config, manual_dir, data_dir, workers = args._build
-    _build_in_this_process(config, manual_dir, data_dir, int(workers))
+    config, manual_dir, data_dir, workers, tfds_buffer_mb = args._build
+    _build_in_this_process(config, manual_dir, data_dir, int(workers), int(tfds_buffer_mb))
     return
 
   shutil.rmtree(args.workdir, ignore_errors=True)
@@ -202,10 +211,13 @@ def main() -> None:
     for size in args.rss:
       folder = f"{args.workdir}/rss_{size}"
       make_corpus(f"{folder}/manual", size, seed=size)
-      result = build("224", f"{folder}/manual", f"{folder}/data", args.workers)
+      result = build("224", f"{folder}/manual", f"{folder}/data", args.workers, args.tfds_buffer_mb)
       peaks[size] = result["rss_mb"]
+      records = sum(os.path.getsize(p) for p in glob.glob(f"{folder}/data/korean_food/224/*/*train.tfrecord*"))
       print(f"build 224 of {size} photos: {size / result['seconds']:.0f} images/s, peak RSS "
-            f"{result['rss_mb']:.0f} MB main, {result['worker_rss_mb']:.0f} MB largest worker")
+            f"{result['rss_mb']:.0f} MB main, {result['worker_rss_mb']:.0f} MB largest worker; "
+            f"train records {records / 2**20:.0f} MB (what TFDS's writer buffers, up to "
+            f"{args.tfds_buffer_mb or 1000} MB)")
       shutil.rmtree(folder)
     a, b = args.rss
     print(f"peak RSS ratio {b} / {a} photos: {peaks[b] / peaks[a]:.2f}")
