@@ -5,7 +5,7 @@ import setuptools
 _DATA = ["README.md", "CITATIONS.bib", "TAGS.txt", "*.tsv", "dummy_data/**/*", "sample/**/*"]
 
 setuptools.setup(
-    name="korean-food-tfds",
+    name="photo-datasets-tfds",
     version="1.0.0",
     description=__doc__,
     long_description=open("README.md", encoding="utf-8").read(),
@@ -32,6 +32,7 @@ setuptools.setup(
         "pyarrow<26",
     ],
     extras_require={
-        "test": ["pytest>=8", "dill"],
+        # README command 2: lint, type check, tests. Checkers pinned: their rules change between versions.
+        "test": ["pytest>=8,<10", "dill", "ruff==0.17.6", "mypy==2.4.1"],
     },
 )

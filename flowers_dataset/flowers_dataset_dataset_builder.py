@@ -11,13 +11,15 @@ from collections.abc import Iterator
 import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
+from tensorflow_datasets.core.download import checksums
+
 # Not exported as `tfds.download.NonMatchingChecksumError` in tfds 4.9.10.
 from tensorflow_datasets.core.download.download_manager import NonMatchingChecksumError
-from tensorflow_datasets.core.download import checksums
 from tensorflow_datasets.core.download.resource import get_dl_fname
 
 from flowers_dataset.attributions import parse_attributions
 from photo_datasets import builder, generation, images
+from photo_datasets.report import BuildReport
 from photo_datasets.scan import Candidate, Photo
 
 _URL = "http://download.tensorflow.org/example_images/flower_photos.tgz"
@@ -64,7 +66,7 @@ class Builder(builder.PhotoBuilder):
         metadata=tfds.core.MetadataDict(),
     )
 
-  def _find_source(self, dl_manager) -> epath.Path:
+  def _find_source(self, dl_manager: tfds.download.DownloadManager) -> epath.Path:
     manual_dir = builder.manual_dir_or_none(dl_manager)
     if manual_dir and (manual_dir / _FOLDER).is_dir():
       logging.info("Using the extracted %s (not checksum-verified).", manual_dir / _FOLDER)
@@ -82,7 +84,7 @@ class Builder(builder.PhotoBuilder):
     except OSError as e:  # Includes the connection errors of an offline machine.
       raise ValueError(self._no_download_message(e)) from e
 
-  def _archive_at_hand(self, dl_manager, manual_dir: epath.Path | None) -> bool:
+  def _archive_at_hand(self, dl_manager: tfds.download.DownloadManager, manual_dir: epath.Path | None) -> bool:
     """Whether TFDS can do without the network: the archive is in the manual
     dir or was downloaded before (where TFDS's download manager keeps it)."""
     if manual_dir and (manual_dir / _ARCHIVE).exists():
@@ -96,7 +98,7 @@ class Builder(builder.PhotoBuilder):
     return (f"Could not download {_URL} ({type(error).__name__}: {error}).\n"
             f"{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
 
-  def _list_source(self, source: epath.Path, report) -> Iterator[Candidate]:
+  def _list_source(self, source: epath.Path, report: BuildReport) -> Iterator[Candidate]:
     for path in sorted(pathlib.Path(source).rglob("*")):
       if not path.is_file():
         continue
@@ -108,7 +110,7 @@ class Builder(builder.PhotoBuilder):
       else:
         yield Candidate(rel, (str(path),), path.read_bytes())
 
-  def _example_maker(self, source: epath.Path) -> "_FlowerExample":
+  def _example_maker(self, source: epath.Path) -> _FlowerExample:
     license_file = source / "LICENSE.txt"
     credits = parse_attributions(license_file.read_text("utf-8")) if license_file.exists() else {}
     return _FlowerExample(self.builder_config.image_size, credits)

@@ -33,10 +33,17 @@ def food_classes() -> tuple[FoodClass, ...]:
   """All 150 classes in label order."""
   with CLASSES_FILE.open(encoding="utf-8", newline="") as f:
     rows = list(csv.DictReader(f, delimiter="\t"))
-  classes = tuple(
-      FoodClass(int(r["index"]), nfc(r["name"]), nfc(r["super_category"]),
-                r["english_name"], r["slug"]) for r in rows)
-  assert [c.index for c in classes] == list(range(len(classes))), CLASSES_FILE
+  try:
+    classes = tuple(
+        FoodClass(int(r["index"]), nfc(r["name"]), nfc(r["super_category"]),
+                  r["english_name"], r["slug"]) for r in rows)
+  except (KeyError, TypeError, ValueError) as e:
+    raise ValueError(f"{CLASSES_FILE} is malformed: {type(e).__name__}: {e}") from None
+  indices = [c.index for c in classes]
+  if indices != list(range(len(classes))):
+    raise ValueError(f"{CLASSES_FILE}: rows must be numbered 0, 1, 2, ... in order, got {indices[:10]}...")
+  if len({c.name for c in classes}) != len(classes):
+    raise ValueError(f"{CLASSES_FILE}: class names must be unique")
   return classes
 
 

@@ -17,6 +17,7 @@ NFC-normalised, so macOS (NFD) copies resolve to the same class names.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import os
 import shutil
@@ -24,6 +25,7 @@ import struct
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
+from typing import IO, Any
 
 from korean_food.classes import nfc
 
@@ -68,25 +70,25 @@ class CorpusFile:
 class _Window(io.RawIOBase):
   """A read-only, seekable view of bytes [start, start + size) of a file."""
 
-  def __init__(self, fileobj, start: int, size: int):
+  def __init__(self, fileobj: IO[bytes], start: int, size: int):
     super().__init__()
     self._file, self._start, self._size, self._pos = fileobj, start, size, 0
 
-  def readable(self):
+  def readable(self) -> bool:
     return True
 
-  def seekable(self):
+  def seekable(self) -> bool:
     return True
 
-  def tell(self):
+  def tell(self) -> int:
     return self._pos
 
-  def seek(self, offset, whence=io.SEEK_SET):
+  def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
     base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
     self._pos = min(max(base + offset, 0), self._size)
     return self._pos
 
-  def readinto(self, buffer):
+  def readinto(self, buffer: Any) -> int:
     n = min(len(buffer), self._size - self._pos)
     if n <= 0:
       return 0
@@ -97,9 +99,9 @@ class _Window(io.RawIOBase):
     return len(data)
 
 
-def _open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo):
+def _open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> IO[bytes]:
   """A seekable file object over a member that is itself a zip."""
-  if info.compress_type == zipfile.ZIP_STORED:
+  if info.compress_type == zipfile.ZIP_STORED and zf.fp is not None:
     zf.fp.seek(info.header_offset)
     signature, name_len, extra_len = _LOCAL_HEADER.unpack(zf.fp.read(_LOCAL_HEADER.size))
     if signature == b"PK\x03\x04":
@@ -134,7 +136,7 @@ def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...]) -> Iterator[tuple[
       yield CorpusFile(parts, location + (info.filename,)), zf
 
 
-def walk(root: str | os.PathLike) -> Iterator[tuple[CorpusFile, Callable[[], bytes]]]:
+def walk(root: str | os.PathLike[str]) -> Iterator[tuple[CorpusFile, Callable[[], bytes]]]:
   """Yields every file under `root` (zips opened) with a function reading it.
 
   A zip that cannot be opened is yielded itself, marked `bad_archive`. The
@@ -151,13 +153,13 @@ def walk(root: str | os.PathLike) -> Iterator[tuple[CorpusFile, Callable[[], byt
         try:
           zf = zipfile.ZipFile(path)
         except zipfile.BadZipFile:
-          yield CorpusFile(folder + (disk_name(file),), (path,), bad_archive=True), lambda p=path: _bad_zip(p)
+          yield CorpusFile(folder + (disk_name(file),), (path,), bad_archive=True), functools.partial(_bad_zip, path)
           continue
         with zf:
           for corpus_file, owner in _walk_zip(zf, (path,)):
-            yield corpus_file, lambda f=corpus_file, z=owner: z.read(f.location[-1])
+            yield corpus_file, functools.partial(owner.read, corpus_file.location[-1])
       else:
-        yield CorpusFile(folder + (disk_name(file),), (path,)), lambda p=path: _read_file(p)
+        yield CorpusFile(folder + (disk_name(file),), (path,)), functools.partial(_read_file, path)
 
 
 def _read_file(path: str) -> bytes:
@@ -175,13 +177,13 @@ class Reader:
   Read in location order, each archive is opened once.
   """
 
-  def __init__(self):
+  def __init__(self) -> None:
     self._open: dict[tuple[str, ...], zipfile.ZipFile] = {}
 
-  def __enter__(self):
+  def __enter__(self) -> Reader:
     return self
 
-  def __exit__(self, *exc):
+  def __exit__(self, *exc_info: object) -> None:
     for zf in reversed(list(self._open.values())):
       zf.close()
     self._open.clear()

@@ -6,10 +6,13 @@ import dataclasses
 
 import numpy as np
 import tensorflow_datasets as tfds
+from etils import epath
 
 from korean_food import classes, corpus, crop_areas
 from korean_food.listing import CorpusListing
 from photo_datasets import builder, generation, images
+from photo_datasets.generation import Example
+from photo_datasets.report import BuildReport
 from photo_datasets.scan import Photo
 
 
@@ -51,17 +54,19 @@ class Builder(builder.PhotoBuilder):
         metadata=tfds.core.MetadataDict(),
     )
 
-  def _find_source(self, dl_manager):
-    return dl_manager.manual_dir
+  def _find_source(self, dl_manager: tfds.download.DownloadManager) -> epath.Path:
+    manual_dir: epath.Path = dl_manager.manual_dir
+    return manual_dir
 
-  def _list_source(self, source, report) -> CorpusListing:
+  def _list_source(self, source: epath.Path, report: BuildReport) -> CorpusListing:
     return CorpusListing(source, report)
 
-  def _annotate(self, photos, listing: CorpusListing, report):
+  def _annotate(self, photos: list[Photo], listing: CorpusListing, report: BuildReport) -> list[Photo]:
     """Gives each photo its crop box, mapped onto the upright image."""
     boxed = []
     for photo in photos:
-      pixels = listing.crop_areas.get(photo.folder, {}).get(crop_areas.crop_key(photo.file_name.rsplit("/", 1)[-1]))
+      key = crop_areas.crop_key(photo.file_name.rsplit("/", 1)[-1])
+      pixels = listing.crop_areas.get(photo.folder, {}).get(key)
       if pixels:
         box = crop_areas.relative_box(pixels, *photo.check.stored_size)
         if box is None:
@@ -72,16 +77,16 @@ class Builder(builder.PhotoBuilder):
     report.counts["images with a crop box"] = sum(p.box is not None for p in boxed)
     return boxed
 
-  def _example_maker(self, source) -> _FoodExample:
+  def _example_maker(self, source: epath.Path) -> _FoodExample:
     return _FoodExample(self.builder_config.image_size)
 
 
 @dataclasses.dataclass(frozen=True)
 class _FoodExample(generation.ExampleMaker):
 
-  def fields(self, photo: Photo) -> dict:
+  def fields(self, photo: Photo) -> Example:
     food = classes.class_by_name()[photo.folder]
-    fields = {
+    fields: Example = {
         "label": food.index,
         "super_category": food.super_category,
         "file_name": photo.file_name,

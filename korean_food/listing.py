@@ -45,7 +45,7 @@ class CorpusListing:
     report: receives the skips, warnings and counts.
   """
 
-  def __init__(self, root: str | os.PathLike, report: BuildReport):
+  def __init__(self, root: str | os.PathLike[str], report: BuildReport):
     self.root, self.report = root, report
     # Class name -> {crop key: (x, y, w, h) in stored pixels}.
     self.crop_areas: dict[str, dict[str, tuple[int, int, int, int]]] = {}

@@ -13,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import apache_beam as beam
 from etils import epath
 
-from photo_datasets.generation import ExampleMaker, Reader, convert_or_skip, read_or_skip
+from photo_datasets.generation import Example, ExampleMaker, Reader, convert_or_skip, read_or_skip
 from photo_datasets.report import Skipped
 from photo_datasets.scan import Photo
 
@@ -33,14 +33,16 @@ class ConvertPhotos(beam.DoFn):
     self._make, self._reader_type = make, reader_type
     self._reader: Reader | None = None
 
-  def setup(self):
+  def setup(self) -> None:
     self._reader = self._reader_type().__enter__()
 
-  def teardown(self):
+  def teardown(self) -> None:
     if self._reader is not None:
       self._reader.__exit__(None, None, None)
 
-  def process(self, batch: list[Photo]):
+  def process(self, batch: list[Photo]) -> Iterator[tuple[str, Example] | beam.pvalue.TaggedOutput]:
+    if self._reader is None:
+      raise RuntimeError("ConvertPhotos.process ran before setup")
     for photo in batch:
       result = convert_or_skip(self._make, photo, read_or_skip(self._reader, photo))
       if isinstance(result, Skipped):
@@ -59,7 +61,7 @@ class ConvertSplit(beam.PTransform):
     self._convert = ConvertPhotos(make, reader_type)
     self._skips_prefix = os.path.join(os.fspath(skips_dir), f"skipped-{split}")
 
-  def expand(self, begin):
+  def expand(self, begin: beam.pvalue.PBegin) -> beam.PCollection:
     results = (begin
                | "Batches" >> beam.Create(self._batches)
                | "Convert" >> beam.ParDo(self._convert).with_outputs("skipped", main="examples"))

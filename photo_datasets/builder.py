@@ -45,7 +45,7 @@ def manual_dir_or_none(dl_manager: tfds.download.DownloadManager) -> epath.Path 
     return None
 
 
-class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
+class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # type: ignore[call-arg]
   """Shared behaviour of the package's image builders.
 
   Args (besides TFDS's):
@@ -81,9 +81,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     self._original_state["workers"] = workers  # TFDS re-creates pickled builders from this.
 
   @classmethod
-  def get_builder_config(cls, name, version=None):
+  def get_builder_config(cls, name: str, version: str | None = None) -> configs.ImageSizeConfig | None:
     """Any square size is a config: `tfds.load('name/160')` builds 160×160."""
-    config = super().get_builder_config(name, version)
+    config: configs.ImageSizeConfig | None = super().get_builder_config(name, version)
     if config is None and name.isdigit():
       config = configs.size_config(name)
     return config
@@ -98,7 +98,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     shape = (size, size, 3) if size else (None, None, 3)
     return tfds.features.Image(shape=shape, encoding_format="jpeg")
 
-  def _download_and_prepare(self, dl_manager, download_config):
+  def _download_and_prepare(self, dl_manager: tfds.download.DownloadManager,
+                            download_config: tfds.download.DownloadConfig) -> None:
+    # The build in progress: its report, and whether Beam runs it.
     self._report = BuildReport()
     self._beam = bool(download_config.beam_runner or download_config.beam_options)
     super()._download_and_prepare(dl_manager, download_config)
@@ -106,7 +108,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     sizes = {name: split.num_examples for name, split in self.info.splits.items()}
     print(self._report.summary(f"{self.name}/{self.builder_config.name}", sizes), flush=True)
 
-  def _split_generators(self, dl_manager):
+  def _split_generators(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
     source = self._find_source(dl_manager)
     photos, self._report = self._scan(source, _scan_cache_dir(dl_manager))
     if not photos:
@@ -118,7 +120,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     return {name: self._generate_examples(source, group, name)
             for name, group in by_split.items() if group}
 
-  def _generate_examples(self, source, photos: list[scan.Photo], split: str):
+  def _generate_examples(self, source: epath.Path, photos: list[scan.Photo], split: str) -> Any:
     """Examples in location order (each archive opened once)."""
     make = self._example_maker(source)
     photos = sorted(photos, key=lambda p: p.location)
@@ -132,11 +134,11 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
   def _beam_skips_dir(self) -> epath.Path:
     return epath.Path(self.data_dir) / "beam-skipped"  # The build's temporary folder.
 
-  def _process_pipeline_result(self, pipeline_result) -> None:
+  def _process_pipeline_result(self, pipeline_result: Any) -> None:
     from photo_datasets import beam_generation
     self._report.skipped_files += beam_generation.read_skips(self._beam_skips_dir)
 
-  def _scan(self, source, cache_dir: epath.Path | None) -> tuple[list[scan.Photo], BuildReport]:
+  def _scan(self, source: epath.Path, cache_dir: epath.Path | None) -> tuple[list[scan.Photo], BuildReport]:
     """Scans `source`, or reuses the saved scan of the same, unchanged files."""
     cache = None
     if cache_dir:
@@ -152,7 +154,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
       scan.save_scan(cache, photos, report)
     return photos, report
 
-  def _nothing_usable(self, source) -> str:
+  def _nothing_usable(self, source: epath.Path) -> str:
     report = self._report
     examples = "".join([f"\n  {s.file_name}: {s.reason}" for s in report.skipped_files[:10]]
                        + [f"\n  {w}" for w in report.warnings[:10]])
@@ -161,7 +163,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
             f"Expected:{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
 
 
-def _scan_cache_dir(dl_manager) -> epath.Path | None:
+def _scan_cache_dir(dl_manager: tfds.download.DownloadManager) -> epath.Path | None:
   """`<download dir>/scans`, unless that lies in the manual dir: user data,
   never written to (as with TFDS's test harness, where both are dummy_data)."""
   cache_dir = os.path.abspath(os.path.join(dl_manager.download_dir, "scans"))

@@ -60,7 +60,7 @@ def train_one_epoch(name: str, data_dir: str, batch_size: int) -> tuple[int, flo
   return seen, seen / seconds
 
 
-def main(argv=None) -> None:
+def main(argv: list[str] | None = None) -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--data_dir", default=os.path.abspath("demo_data"))
   parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
@@ -78,7 +78,7 @@ def main(argv=None) -> None:
         + f"\n  one epoch of model.fit on {seen} images: {rate:.0f} images/s"
         " (first epoch, graph tracing included)")
 
-  print("\n=== Summary (data in %s) ===" % args.data_dir)
+  print(f"\n=== Summary (data in {args.data_dir}) ===")
   print("\n".join(summaries))
 
 

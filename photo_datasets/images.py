@@ -13,9 +13,10 @@ from __future__ import annotations
 import dataclasses
 import io
 import warnings
+from typing import cast
 
 import numpy as np
-from PIL import ExifTags, Image, ImageOps
+from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
 # Names that may hold an image; the content is still sniffed, never trusted.
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
@@ -62,7 +63,7 @@ def _open(data: bytes) -> Image.Image:
       image = Image.open(io.BytesIO(data))
   except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
     raise BadImage(f"decompression bomb: {e}") from None
-  except Image.UnidentifiedImageError:
+  except UnidentifiedImageError:
     raise BadImage(
         f"not an image format this package reads (starts with {data[:8]!r})"
     ) from None
@@ -92,7 +93,7 @@ def inspect_image(data: bytes) -> ImageCheck:
     width, height = image.size
     orientation = _orientation(image)
     upright = (height, width) if swaps_axes(orientation) else (width, height)
-    check = ImageCheck(image.format, image.mode, *upright, orientation)
+    check = ImageCheck(cast(str, image.format), image.mode, *upright, orientation)  # _open checked it
     if image.format in ("JPEG", "MPO"):
       image.draft(None, (max(1, width // 8), max(1, height // 8)))
     try:
@@ -161,7 +162,7 @@ def encode_image(
     w, h = image.size
     image = image.crop((round(xmin * w), round(ymin * h), round(xmax * w), round(ymax * h)))
   if size:
-    image = _centre_square(image).resize((size, size), Image.BICUBIC, reducing_gap=3.0)
+    image = _centre_square(image).resize((size, size), Image.Resampling.BICUBIC, reducing_gap=3.0)
   out = io.BytesIO()
   image.save(out, format="JPEG", quality=JPEG_QUALITY)
   return out.getvalue()

@@ -51,7 +51,7 @@ def check_workers(value: Any, name: str = "workers") -> int:
   return workers
 
 
-def _context():
+def _context() -> multiprocessing.context.BaseContext:
   # Fork starts workers in milliseconds and shares the loaded modules; the
   # workers only run PIL and hashlib, never TensorFlow.
   if sys.platform.startswith("linux"):
@@ -73,12 +73,13 @@ def _run(item: Any) -> Any:
 
 
 def _pool(task: Callable[[Any], Any], workers: int) -> futures.ProcessPoolExecutor:
-  return futures.ProcessPoolExecutor(
-      workers, mp_context=_context(), initializer=_install, initargs=(task,))
+  # typeshed types `initializer` as taking no arguments, although `initargs` are passed to it.
+  install: Callable[..., None] = _install
+  return futures.ProcessPoolExecutor(workers, mp_context=_context(), initializer=install, initargs=(task,))
 
 
-def _done(result: Any) -> futures.Future:
-  future: futures.Future = futures.Future()
+def _done(result: Result) -> futures.Future[Result]:
+  future: futures.Future[Result] = futures.Future()
   future.set_result(result)
   return future
 
@@ -104,7 +105,7 @@ def ordered_map(
   if workers <= 1:
     yield from map(task, items)
     return
-  pending: collections.deque[tuple[Item, futures.Future]] = collections.deque()
+  pending: collections.deque[tuple[Item, futures.Future[Result]]] = collections.deque()
   pool = _pool(task, workers)
   try:
     for item in items:
@@ -119,16 +120,22 @@ def ordered_map(
     pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _submit(pool: futures.ProcessPoolExecutor, item: Any) -> futures.Future:
+def _submit(pool: futures.ProcessPoolExecutor, item: Any) -> futures.Future[Any]:
   try:
     return pool.submit(_run, item)
   except BrokenProcessPool as e:  # A worker died since the last result: `_next` reruns.
-    future: futures.Future = futures.Future()
+    future: futures.Future[Any] = futures.Future()
     future.set_exception(e)
     return future
 
 
-def _next(pending, pool, task, workers, on_crash):
+def _next(
+    pending: collections.deque[tuple[Item, futures.Future[Result]]],
+    pool: futures.ProcessPoolExecutor,
+    task: Callable[[Item], Result],
+    workers: int,
+    on_crash: Callable[[Item], Result],
+) -> tuple[Result, futures.ProcessPoolExecutor]:
   """Pops the oldest result; after a worker died, reruns what the pool held."""
   item, future = pending[0]
   try:
@@ -146,9 +153,10 @@ def _next(pending, pool, task, workers, on_crash):
   return result, pool
 
 
-def _run_alone(task, item, on_crash):
+def _run_alone(task: Callable[[Item], Result], item: Item, on_crash: Callable[[Item], Result]) -> Result:
   with _pool(task, 1) as solo:
     try:
-      return solo.submit(_run, item).result()
+      result: Result = solo.submit(_run, item).result()
+      return result
     except BrokenProcessPool:
       return on_crash(item)

@@ -132,7 +132,7 @@ def _peak_rss_mb() -> float:
   """This process's peak RSS. Not `getrusage`: its maxrss survives `exec`, so
   it would report the launching process's peak when that one was larger."""
   with open("/proc/self/status") as status:
-    (line,) = [l for l in status if l.startswith("VmHWM:")]
+    (line,) = [entry for entry in status if entry.startswith("VmHWM:")]
   return int(line.split()[1]) / 1024
 
 
@@ -142,7 +142,7 @@ def build(config: str, manual_dir: str, data_dir: str, workers: int, tfds_buffer
       [sys.executable, __file__, "--_build", config, manual_dir, data_dir, str(workers),
        str(tfds_buffer_mb)],
       check=True, capture_output=True, text=True)
-  (line,) = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
+  (line,) = [entry for entry in out.stdout.splitlines() if entry.startswith("RESULT ")]
   return json.loads(line.removeprefix("RESULT "))
 
 
