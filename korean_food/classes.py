@@ -33,6 +33,9 @@ def food_classes() -> tuple[FoodClass, ...]:
   """All 150 classes in label order."""
   with CLASSES_FILE.open(encoding="utf-8", newline="") as f:
     rows = list(csv.DictReader(f, delimiter="\t"))
+  for line, row in enumerate(rows, start=2):
+    if None in row.values() or None in row:
+      raise ValueError(f"{CLASSES_FILE} is malformed: line {line} does not have the 5 columns of the header")
   try:
     classes = tuple(
         FoodClass(int(r["index"]), nfc(r["name"]), nfc(r["super_category"]),

@@ -20,6 +20,13 @@ Each build runs in its own process, timed from after TensorFlow's import (about
 of the main process (`VmHWM`) and of the largest worker (`getrusage`; it
 counts the pages a forked worker shares with the main process). `--rss A B`
 also builds `224` from A and from B generated photos and compares the peaks.
+
+`--scaling 1 2 4 8 16` measures instead how the per-photo work of a `224`
+build (scan: full decode check and SHA-256; conversion: decode at reduced
+scale, resize, encode) spreads over N workers through the package's worker
+pool, on photos held in memory. It needs neither TensorFlow nor TFDS, so it
+runs on any machine with Pillow and numpy, and shows the scaling a machine
+with more cores than this one would see (reading and TFDS's writer excluded).
 """
 
 from __future__ import annotations
@@ -91,6 +98,39 @@ def make_corpus(root: str, count: int, seed: int = 0) -> None:
         spool.seek(0)
         with outer.open(f"{group}.zip", "w", force_zip64=True) as member:
           shutil.copyfileobj(spool, member, 1 << 20)
+
+
+def _build_work(data: bytes) -> int:
+  """What a `224` build does per photo in its workers: scan, then convert."""
+  from photo_datasets import images, splits
+  check = images.inspect_image(data)
+  splits.content_digest(data)
+  return len(images.encode_image(data, check, size=224))
+
+
+def _fail(item: object) -> int:
+  raise RuntimeError("a worker died")
+
+
+def scaling(worker_counts: list[int], count: int) -> None:
+  from photo_datasets import parallel
+  rng_seeds = range(min(count, _DISTINCT))
+  distinct = list(parallel.ordered_map(_photo_of_seed, rng_seeds, workers=max(worker_counts), on_crash=_fail))
+  photos = [_unique(distinct[i % len(distinct)], i) for i in range(count)]
+  print(f"{count} photos ({sum(map(len, photos)) / count / 1e3:.0f} KB on average) held in memory; "
+        f"{len(os.sched_getaffinity(0))} cores")
+  print(f"{'workers':>8} {'images/s':>9} {'speed-up':>9} {'per worker':>11}")
+  base = None
+  for workers in worker_counts:
+    start = time.perf_counter()
+    done = sum(1 for _ in parallel.ordered_map(_build_work, photos, workers=workers, on_crash=_fail))
+    rate = done / (time.perf_counter() - start)
+    base = base or rate / workers
+    print(f"{workers:8d} {rate:9.0f} {rate / base:9.2f} {rate / base / workers:11.2f}")
+
+
+def _photo_of_seed(seed: int) -> bytes:
+  return _photo(np.random.default_rng(seed))
 
 
 def naive_loop(manual_dir: str) -> tuple[int, float]:
@@ -168,12 +208,17 @@ def main() -> None:
   parser.add_argument("--tfds_buffer_mb", type=int, default=0,
                       help="with --rss: cap TFDS's in-memory shuffle buffer (default 1 GB), "
                            "to see this package's own memory")
+  parser.add_argument("--scaling", type=int, nargs="+", metavar="N",
+                      help="only measure the per-photo work on N workers (no TensorFlow needed)")
   parser.add_argument("--workdir", default="/tmp/photo_datasets_bench")
   parser.add_argument("--_build", nargs=5, help=argparse.SUPPRESS)
   args = parser.parse_args()
   if args._build:
     config, manual_dir, data_dir, workers, tfds_buffer_mb = args._build
     _build_in_this_process(config, manual_dir, data_dir, int(workers), int(tfds_buffer_mb))
+    return
+  if args.scaling:
+    scaling(args.scaling, args.images)
     return
 
   shutil.rmtree(args.workdir, ignore_errors=True)
