@@ -3,36 +3,31 @@
 from __future__ import annotations
 
 import logging
-import os
 import pathlib
 
 import apache_beam as beam
-import tensorflow_datasets as tfds
 
 import korean_food
 from photo_datasets import images
+from photo_datasets.testing import build, read_examples
 
 SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 
 
 def _examples(builder) -> dict[str, tuple]:
-  found = {}
-  for split in builder.info.splits:
-    ds = builder.as_dataset(split=split, decoders={"image": tfds.decode.SkipDecoding()})
-    for ex in tfds.as_numpy(ds):
-      found[ex["file_name"].decode()] = (split, ex["label"], ex["image"])
-  return found
+  """file_name -> (split, label, stored image bytes)."""
+  return {name: (ex["split"], ex["label"], ex["image"]) for name, ex in read_examples(builder).items()}
+
+
+def _direct_runner() -> beam.options.pipeline_options.PipelineOptions:
+  return beam.options.pipeline_options.PipelineOptions(["--runner=DirectRunner"])
 
 
 def test_beam_build_equals_the_single_process_build(tmp_path, caplog):
   caplog.set_level(logging.INFO)
   built, beam_writer_logs = {}, {}
-  for mode, options in [("single", None),
-                        ("beam", beam.options.pipeline_options.PipelineOptions(["--runner=DirectRunner"]))]:
-    builder = tfds.builder("korean_food", config="64", data_dir=os.fspath(tmp_path / mode))
-    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
-        manual_dir=os.fspath(SAMPLE), beam_options=options))
-    built[mode] = builder
+  for mode, options in [("single", None), ("beam", _direct_runner())]:
+    built[mode] = build("korean_food/64", tmp_path / mode, SAMPLE, beam_options=options)
     beam_writer_logs[mode] = sum("using BeamWriter" in r.getMessage() for r in caplog.records)
     caplog.clear()
 
@@ -57,17 +52,13 @@ def test_a_conversion_failure_is_reported_as_in_a_local_build(tmp_path, monkeypa
       raise OSError("simulated decoder failure")
     return real_encode(data, check, **kwargs)
 
-  local = tfds.builder("korean_food", config="64", data_dir=os.fspath(tmp_path / "local"))
-  beam_build = tfds.builder("korean_food", config="64", data_dir=os.fspath(tmp_path / "beam"))
-  for source in korean_food.corpus.walk(SAMPLE):
-    if "/".join(source[0].parts[-3:]) == victim:
-      victim_bytes.append(source[1]())
+  for file, read in korean_food.corpus.walk(SAMPLE):
+    if "/".join(file.parts[-3:]) == victim:
+      victim_bytes.append(read())
   assert victim_bytes
   monkeypatch.setattr(images, "encode_image", fail_on_victim)
-  for builder, options in [(local, None), (beam_build, ["--runner=DirectRunner"])]:
-    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
-        manual_dir=os.fspath(SAMPLE),
-        beam_options=options and beam.options.pipeline_options.PipelineOptions(options)))
+  local = build("korean_food/64", tmp_path / "local", SAMPLE)
+  beam_build = build("korean_food/64", tmp_path / "beam", SAMPLE, beam_options=_direct_runner())
 
   expected = {"file_name": victim, "reason": "conversion failed: simulated decoder failure"}
   assert expected in local.info.metadata["skipped_files"]

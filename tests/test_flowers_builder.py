@@ -1,4 +1,4 @@
-"""Offline tests of the `flowers_dataset` builder.
+"""The flowers_dataset builder, offline.
 
 Three kinds:
 * TFDS's own harness on the tiny generated dummy data (both configs);
@@ -7,16 +7,14 @@ Three kinds:
   and `224`) are shared by most tests through module-scoped fixtures;
 * the download paths (archive in the manual dir, mocked download, offline).
 
-No test touches the network: `_Downloader._sync_download` and
-`socket.create_connection` are replaced by functions that fail the test. Tests
-that mock the download also say the host is reachable.
+The network guard of conftest.py fails any download or connection; tests that
+mock the download also say the host is reachable (`host_reachable`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import math
 import pathlib
 import shutil
@@ -33,10 +31,11 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 from etils import epath
 from PIL import Image
-from tensorflow_datasets.core.download import downloader
 
 import flowers_dataset
 from flowers_dataset import flowers_dataset_dataset_builder as flowers_builder
+from photo_datasets import testing
+from photo_datasets.testing import build, read_examples
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "flowers_dataset" / "sample" / "flower_photos"  # 100 real photos + LICENSE.txt.
@@ -50,16 +49,6 @@ def split_of(data: bytes) -> str:
   """The split rule, restated: first 64 bits of the SHA-256, 80/10/10."""
   position = int(hashlib.sha256(data).hexdigest()[:16], 16) / 16**16
   return "train" if position < 0.8 else "validation" if position < 0.9 else "test"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def no_network():
-  def refuse(*args, **kwargs):
-    raise AssertionError(f"a test tried to download {args[1:2]}")
-
-  with mock.patch.object(downloader._Downloader, "_sync_download", refuse), \
-      mock.patch.object(socket, "create_connection", refuse):
-    yield
 
 
 def host_reachable():
@@ -85,41 +74,13 @@ class FlowersDatasetTest(tfds.testing.DatasetBuilderTestCase):
 # Files to mix with the real photos.
 
 
-def encode(image: Image.Image, fmt: str, **kwargs) -> bytes:
-  out = io.BytesIO()
-  image.save(out, format=fmt, **kwargs)
-  return out.getvalue()
-
-
-def red_blue(mode="RGB", size=(40, 30)) -> Image.Image:
-  pixels = np.zeros((size[1], size[0], 3), np.uint8)
-  pixels[:, : size[0] // 2] = (255, 0, 0)
-  pixels[:, size[0] // 2 :] = (0, 0, 255)
-  return Image.fromarray(pixels, "RGB").convert(mode)
-
-
 def rotated_jpeg() -> bytes:
   """Stored 60x40 with a red top-left corner; EXIF 6 shows it turned 90° clockwise."""
-  pixels = np.full((40, 60, 3), 200, np.uint8)
-  pixels[:16, :16] = (255, 0, 0)
-  exif = Image.Exif()
-  exif[0x0112] = 6
-  return encode(Image.fromarray(pixels, "RGB"), "JPEG", quality=95, exif=exif)
+  return testing.exif_rotated_jpeg(testing.marked((60, 40), (0, 0, 16, 16), (200, 200, 200)), 6, quality=95)
 
 
-def gif() -> bytes:
-  frames = [Image.new("RGB", (40, 30), (255, 0, 0)), Image.new("RGB", (40, 30), (0, 255, 0))]
-  return encode(frames[0], "GIF", save_all=True, append_images=frames[1:], duration=100)
-
-
-def rgba_png() -> bytes:
-  pixels = np.zeros((30, 40, 4), np.uint8)
-  pixels[:, 20:] = (0, 0, 255, 255)  # Left half fully transparent.
-  return encode(Image.fromarray(pixels, "RGBA"), "PNG")
-
-
-def deep_png() -> bytes:
-  return encode(Image.fromarray(np.full((30, 40), 65535, np.uint16)), "PNG")
+def first_frame_red_gif() -> bytes:
+  return testing.animated_gif([Image.new("RGB", (40, 30), colour) for colour in (testing.RED, testing.GREEN)])
 
 
 REAL_PHOTO = (SAMPLE / "daisy" / "100080576_f52e8ee070_n.jpg").read_bytes()
@@ -133,15 +94,15 @@ BAD = {
 }
 # Odd but valid files: name -> (bytes, upright width, height).
 ODD = {
-    "tulips/zz_png_named.jpg": (encode(red_blue(), "PNG"), 40, 30),
-    "roses/zz_cmyk.jpg": (encode(red_blue("CMYK"), "JPEG", quality=95), 40, 30),
-    "sunflowers/zz_gray.jpg": (encode(red_blue("L"), "JPEG", quality=95), 40, 30),
-    "daisy/zz_animated.gif": (gif(), 40, 30),
+    "tulips/zz_png_named.jpg": (testing.encode(testing.halves(), "PNG"), 40, 30),
+    "roses/zz_cmyk.jpg": (testing.encode(testing.halves().convert("CMYK"), "JPEG", quality=95), 40, 30),
+    "sunflowers/zz_gray.jpg": (testing.encode(testing.halves().convert("L"), "JPEG", quality=95), 40, 30),
+    "daisy/zz_animated.gif": (first_frame_red_gif(), 40, 30),
     "dandelion/zz_rotated.jpg": (rotated_jpeg(), 40, 60),
-    "tulips/zz_rgba.png": (rgba_png(), 40, 30),
-    "sunflowers/zz_deep.png": (deep_png(), 40, 30),
+    "tulips/zz_rgba.png": (testing.half_transparent_png(), 40, 30),
+    "sunflowers/zz_deep.png": (testing.deep_png(left=65535, right=32896), 40, 30),
 }
-JUNK = [".DS_Store", "roses/.DS_Store"]
+JUNK_NAMES = [".DS_Store", "roses/.DS_Store"]
 
 
 @dataclasses.dataclass
@@ -150,7 +111,10 @@ class Corpus:
   real: dict[str, bytes]  # "<class>/<file>" -> bytes, the 100 real photos.
 
 
-def make_corpus(manual_dir: pathlib.Path, real_names=None, extra=None) -> Corpus:
+def make_corpus(manual_dir: pathlib.Path, real_names: set[str] | None = None,
+                extra: dict[str, bytes] | None = None) -> Corpus:
+  """`manual_dir/flower_photos/` with LICENSE.txt, the sample photos (those in
+  `real_names`, default all) and `extra` files (relative path -> bytes)."""
   root = manual_dir / "flower_photos"
   root.mkdir(parents=True)
   shutil.copy(SAMPLE / "LICENSE.txt", root / "LICENSE.txt")
@@ -161,40 +125,15 @@ def make_corpus(manual_dir: pathlib.Path, real_names=None, extra=None) -> Corpus
       (root / path.parent.name).mkdir(exist_ok=True)
       real[name] = path.read_bytes()
       (root / name).write_bytes(real[name])
-  for name, data in (extra or {}).items():
-    (root / name).parent.mkdir(exist_ok=True)
-    (root / name).write_bytes(data)
+  testing.write_tree(root, extra or {})
   return Corpus(manual_dir, real)
-
-
-def build(config: str, data_dir, manual_dir=None):
-  builder = tfds.builder("flowers_dataset", config=config, data_dir=data_dir)
-  builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=manual_dir))
-  return builder
-
-
-def read_examples(builder) -> dict[str, dict]:
-  """file_name -> example (image as stored bytes) and its split."""
-  examples = {}
-  for split in builder.info.splits:
-    ds = builder.as_dataset(split=split, decoders={"image": tfds.decode.SkipDecoding()})
-    for ex in tfds.as_numpy(ds):
-      name = ex["file_name"].decode()
-      assert name not in examples, f"{name} is in two splits"
-      examples[name] = {
-          "split": split,
-          "label": int(ex["label"]),
-          "attribution": ex["attribution"].decode(),
-          "image": bytes(ex["image"]),
-      }
-  return examples
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Corpus:
   extra = {name: data for name, (data, _) in BAD.items()}
   extra.update({name: data for name, (data, *_) in ODD.items()})
-  extra.update({name: b"\x00\x00\x00\x01Bud1" for name in JUNK})
+  extra.update({name: testing.JUNK[".DS_Store"] for name in JUNK_NAMES})
   return make_corpus(tmp_path_factory.mktemp("manual"), extra=extra)
 
 
@@ -205,12 +144,12 @@ def data_dir(tmp_path_factory) -> pathlib.Path:
 
 @pytest.fixture(scope="module")
 def full(corpus, data_dir):
-  return build("full", data_dir, corpus.manual_dir)
+  return build("flowers_dataset/full", data_dir, corpus.manual_dir)
 
 
 @pytest.fixture(scope="module")
 def small(corpus, data_dir):
-  return build("224", data_dir, corpus.manual_dir)
+  return build("flowers_dataset/224", data_dir, corpus.manual_dir)
 
 
 @pytest.fixture(scope="module")
@@ -231,7 +170,7 @@ def test_bad_files_are_skipped_with_their_reason_and_the_build_goes_on(full, dat
   assert sorted(skipped) == sorted(BAD)
   for name, (_, reason) in BAD.items():
     assert reason in skipped[name], (name, skipped[name])
-  assert full.info.metadata["ignored_files"] == len(JUNK) + 1  # + LICENSE.txt
+  assert full.info.metadata["ignored_files"] == len(JUNK_NAMES) + 1  # + LICENSE.txt
   assert sum(s.num_examples for s in full.info.splits.values()) == 100 + len(ODD)
   # The report is part of the prepared dataset, not only of the build.
   reloaded = tfds.builder("flowers_dataset", config="full", data_dir=data_dir)
@@ -307,7 +246,8 @@ def test_odd_formats_keep_their_look(full_examples):
   assert near(pixels("daisy/zz_animated.gif")[15, 20], (255, 0, 0))  # First frame.
   rgba = pixels("tulips/zz_rgba.png")
   assert near(rgba[15, 5], (255, 255, 255)) and near(rgba[15, 35], (0, 0, 255))
-  assert near(pixels("sunflowers/zz_deep.png")[15, 20], (255, 255, 255), 3)
+  deep = pixels("sunflowers/zz_deep.png")
+  assert near(deep[15, 5], (255, 255, 255), 3) and near(deep[15, 35], (128, 128, 128), 3)
   for name in ("roses/zz_cmyk.jpg", "tulips/zz_png_named.jpg"):
     image = pixels(name)
     assert near(image[15, 5], (255, 0, 0)) and near(image[15, 35], (0, 0, 255)), name
@@ -342,12 +282,12 @@ def test_keras_fits_one_epoch(small, data_dir):
   before = [w.copy() for w in model.get_weights()]
   history = model.fit(ds, epochs=1, shuffle=False, verbose=0)
   assert math.isfinite(history.history["loss"][0])
-  assert any(not np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
+  assert any(not np.array_equal(a, b) for a, b in zip(before, model.get_weights(), strict=True))
   assert model.predict(ds.take(1), verbose=0).shape == (16, len(LABELS))
 
 
 def test_custom_size_config(corpus, data_dir, full_examples):
-  builder = build("96", data_dir, corpus.manual_dir)
+  builder = build("flowers_dataset/96", data_dir, corpus.manual_dir)
   assert builder.builder_config.image_size == 96
   assert builder.info.features["image"].shape == (96, 96, 3)
   ds = builder.as_dataset(split="validation")
@@ -362,9 +302,9 @@ def test_custom_size_config(corpus, data_dir, full_examples):
 
 def test_splits_do_not_move_when_photos_come_and_go(full_examples, tmp_path):
   kept = set(sorted(SAMPLE_NAMES)[::2])  # Half the photos...
-  new = encode(red_blue(size=(64, 48)), "JPEG", quality=90)  # ...and a new one.
+  new = testing.encode(testing.halves(size=(64, 48)), "JPEG", quality=90)  # ...and a new one.
   corpus = make_corpus(tmp_path / "manual", real_names=kept, extra={"roses/zz_new.jpg": new})
-  rebuilt = read_examples(build("full", tmp_path / "data1", corpus.manual_dir))
+  rebuilt = read_examples(build("flowers_dataset/full", tmp_path / "data1", corpus.manual_dir))
   assert sorted(rebuilt) == sorted([*kept, "roses/zz_new.jpg"])
   for name in kept:
     assert rebuilt[name]["split"] == full_examples[name]["split"], name
@@ -374,7 +314,7 @@ def test_splits_do_not_move_when_photos_come_and_go(full_examples, tmp_path):
   # in-process cache of the first scan.
   gone = sorted(kept)[0]
   (corpus.manual_dir / "flower_photos" / gone).unlink()
-  again = read_examples(build("full", tmp_path / "data2", corpus.manual_dir))
+  again = read_examples(build("flowers_dataset/full", tmp_path / "data2", corpus.manual_dir))
   assert sorted(again) == sorted(set(rebuilt) - {gone})
   assert all(again[n]["split"] == rebuilt[n]["split"] for n in again)
 
@@ -388,7 +328,7 @@ def test_fake_archive_in_manual_dir_fails_with_a_checksum_message(tmp_path):
   with tarfile.open(manual / "flower_photos.tgz", "w:gz") as tar:
     tar.add(SAMPLE / "daisy" / "100080576_f52e8ee070_n.jpg", "flower_photos/daisy/a.jpg")
   with pytest.raises(ValueError) as error:
-    build("224", tmp_path / "data", manual)
+    build("flowers_dataset/224", tmp_path / "data", manual)
   message = str(error.value)
   assert "flower_photos.tgz does not match its registered size and SHA-256" in message
   assert "checksums/flowers_dataset.tsv" in message
@@ -404,7 +344,7 @@ def test_download_path_without_manual_dir(tmp_path):
   make_corpus(extracted, real_names=set(kept))
   with mock.patch.object(tfds.download.DownloadManager, "download_and_extract", autospec=True,
                          return_value=epath.Path(extracted)) as download, host_reachable():
-    builder = build("full", tmp_path / "data")
+    builder = build("flowers_dataset/full", tmp_path / "data")
   download.assert_called_once_with(mock.ANY, URL)
   examples = read_examples(builder)
   assert sorted(examples) == kept
@@ -418,7 +358,7 @@ def test_offline_without_manual_dir_fails_fast_and_says_what_to_do(tmp_path):
       mock.patch.object(tfds.download.DownloadManager, "download_and_extract") as download:
     start = time.monotonic()
     with pytest.raises(ValueError) as error:
-      build("224", tmp_path / "data")
+      build("flowers_dataset/224", tmp_path / "data")
   assert time.monotonic() - start < 30  # TFDS's own retries take about 200 s.
   connect.assert_called_once_with(("download.tensorflow.org", 80), mock.ANY)
   download.assert_not_called()
@@ -433,7 +373,7 @@ def test_download_failing_after_the_host_answered_says_what_to_do(tmp_path):
   with mock.patch.object(tfds.download.DownloadManager, "download_and_extract",
                          side_effect=offline), host_reachable():
     with pytest.raises(ValueError) as error:
-      build("224", tmp_path / "data")
+      build("flowers_dataset/224", tmp_path / "data")
   message = str(error.value)
   assert f"Could not download {URL}" in message and "Connection reset by peer" in message
   assert "`flower_photos/` folder" in message
@@ -450,7 +390,7 @@ def test_an_earlier_download_is_used_without_the_network(tmp_path):
   cached.write_bytes(b"an earlier download")
   with mock.patch.object(tfds.download.DownloadManager, "download_and_extract",
                          return_value=epath.Path(extracted)):
-    builder = build("224", tmp_path / "data")  # The network guard fails any probe.
+    builder = build("flowers_dataset/224", tmp_path / "data")  # The network guard fails any probe.
   assert sum(s.num_examples for s in builder.info.splits.values()) == 5
 
 
@@ -458,4 +398,4 @@ def test_manual_folder_without_usable_images_fails_clearly(tmp_path):
   corpus = make_corpus(tmp_path / "manual", real_names=set(),
                        extra={"daisy/broken.jpg": b"", "daisy/.DS_Store": b"junk"})
   with pytest.raises(ValueError, match="(?s)flower_photos.*daisy/broken.jpg.*empty file"):
-    build("224", tmp_path / "data", corpus.manual_dir)
+    build("flowers_dataset/224", tmp_path / "data", corpus.manual_dir)

@@ -1,9 +1,8 @@
-"""Tests of the shared image checks (photo_datasets/images.py) and split rule
-(photo_datasets/splits.py), on images generated here and on real photos."""
+"""The shared image checks and conversion (photo_datasets/images.py), on
+images drawn by `photo_datasets.testing` and on real photos."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import pathlib
 
@@ -13,26 +12,23 @@ import pytest
 import tensorflow as tf
 from PIL import Image
 
-from photo_datasets import images, splits
+import flowers_dataset
+from photo_datasets import images
+from photo_datasets.testing import (
+  BLUE,
+  GREEN,
+  RED,
+  WHITE,
+  animated_gif,
+  deep_png,
+  encode,
+  exif_rotated_jpeg,
+  half_transparent_png,
+  halves,
+)
 
-SAMPLE = pathlib.Path(__file__).resolve().parent.parent / "flowers_dataset" / "sample" / "flower_photos"
+SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample" / "flower_photos"
 REAL_PHOTO = SAMPLE / "daisy" / "100080576_f52e8ee070_n.jpg"  # 320x263, baseline RGB JPEG.
-
-RED, GREEN, BLUE, WHITE = (255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 255)
-
-
-def encode(image: Image.Image, fmt: str, **kwargs) -> bytes:
-  out = io.BytesIO()
-  image.save(out, format=fmt, **kwargs)
-  return out.getvalue()
-
-
-def halves(mode_colours=(RED, BLUE), size=(40, 30)) -> Image.Image:
-  """An RGB image: left half the first colour, right half the second."""
-  pixels = np.zeros((size[1], size[0], 3), np.uint8)
-  pixels[:, : size[0] // 2] = mode_colours[0]
-  pixels[:, size[0] // 2 :] = mode_colours[1]
-  return Image.fromarray(pixels, "RGB")
 
 
 def decode(data: bytes) -> np.ndarray:
@@ -126,28 +122,21 @@ def test_palette_png_with_transparency_is_put_on_white():
 
 
 def test_rgba_png_is_put_on_white():
-  rgba = np.zeros((30, 40, 4), np.uint8)
-  rgba[:, :20] = (255, 0, 0, 0)  # Fully transparent red: must not show.
-  rgba[:, 20:] = (0, 0, 255, 255)
-  check, pixels = stored(encode(Image.fromarray(rgba, "RGBA"), "PNG"))
+  check, pixels = stored(half_transparent_png(hidden=RED, shown=BLUE))  # The red must not show.
   assert check.mode == "RGBA"
   assert_close(pixels[15, 5], WHITE)
   assert_close(pixels[15, 35], BLUE)
 
 
 def test_16_bit_png_is_scaled_to_8_bits():
-  deep = np.zeros((30, 40), np.uint16)
-  deep[:, :20] = 65535
-  deep[:, 20:] = 32896  # 128 * 257
-  check, pixels = stored(encode(Image.fromarray(deep), "PNG"))
+  check, pixels = stored(deep_png(left=65535, right=32896))  # 32896 = 128 * 257
   assert (check.format, check.mode) == ("PNG", "I;16")
   assert_close(pixels[15, 5], WHITE, tolerance=3)
   assert_close(pixels[15, 35], (128, 128, 128), tolerance=3)
 
 
 def test_gif_keeps_its_first_frame():
-  frames = [Image.new("RGB", (40, 30), RED), Image.new("RGB", (40, 30), GREEN)]
-  data = encode(frames[0], "GIF", save_all=True, append_images=frames[1:], duration=100)
+  data = animated_gif([Image.new("RGB", (40, 30), RED), Image.new("RGB", (40, 30), GREEN)])
   with Image.open(io.BytesIO(data)) as gif:
     assert gif.n_frames == 2
   check, pixels = stored(data)
@@ -183,9 +172,7 @@ UPRIGHT = {
 
 
 def with_orientation(pixels: np.ndarray, orientation: int) -> bytes:
-  exif = Image.Exif()
-  exif[0x0112] = orientation
-  return encode(Image.fromarray(pixels, "RGB"), "JPEG", quality=95, exif=exif)
+  return exif_rotated_jpeg(Image.fromarray(pixels, "RGB"), orientation, quality=95)
 
 
 def quadrants(width=48, height=32) -> np.ndarray:
@@ -301,52 +288,3 @@ def test_decompression_bomb_is_rejected(monkeypatch, pixels):
 def test_bomb_limit_is_a_real_limit(monkeypatch):
   monkeypatch.setattr(PIL.Image, "MAX_IMAGE_PIXELS", 1_000)
   assert images.inspect_image(encode(Image.new("RGB", (90, 10)), "PNG")).width == 90
-
-
-# The split rule.
-
-
-def test_content_digest_is_sha256():
-  assert splits.content_digest(b"abc") == hashlib.sha256(b"abc").hexdigest()
-
-
-@pytest.mark.parametrize("prefix, split", [
-    ("0000000000000000", "train"),
-    ("cccccccccccc0000", "train"),  # 0.8 - 3e-15 (closer is float rounding).
-    ("cccccccccccd0000", "validation"),  # 0.8 + 1e-14.
-    ("e000000000000000", "validation"),  # 0.875
-    ("e666666666660000", "validation"),  # 0.9 - 3e-15.
-    ("e666666666670000", "test"),  # 0.9 + 1e-14.
-    ("ffffffffffffffff", "test"),
-])
-def test_split_boundaries(prefix, split):
-  assert splits.split_of(prefix + "0" * 48) == split
-  assert splits.split_of(prefix + "f" * 48) == split  # Only the first 16 digits count.
-
-
-def test_split_is_stable_for_known_photos():
-  """Pinned: a change to the rule would move published examples between splits."""
-  pinned = {
-      "daisy/100080576_f52e8ee070_n.jpg": "train",
-      "daisy/144603918_b9de002f60_m.jpg": "validation",
-      "daisy/2045022175_ad087f5f60_n.jpg": "test",
-      "tulips/15275504998_ca9eb82998.jpg": "test",
-      "roses/6347847065_83cf87333b_n.jpg": "validation",
-  }
-  for name, split in pinned.items():
-    assert splits.split_of(splits.content_digest((SAMPLE / name).read_bytes())) == split, name
-  counts = {name: 0 for name in splits.SPLIT_NAMES}
-  for path in SAMPLE.glob("*/*.jpg"):
-    counts[splits.split_of(splits.content_digest(path.read_bytes()))] += 1
-  assert counts == {"train": 81, "validation": 12, "test": 7}
-
-
-def test_split_proportions_are_80_10_10():
-  n = 40_000
-  counts = {name: 0 for name in splits.SPLIT_NAMES}
-  for i in range(n):
-    counts[splits.split_of(splits.content_digest(f"photo {i}".encode()))] += 1
-  # 4 standard deviations of a binomial: fails only if the rule is off.
-  assert abs(counts["train"] / n - 0.8) < 4 * (0.8 * 0.2 / n) ** 0.5
-  assert abs(counts["validation"] / n - 0.1) < 4 * (0.1 * 0.9 / n) ** 0.5
-  assert abs(counts["test"] / n - 0.1) < 4 * (0.1 * 0.9 / n) ** 0.5

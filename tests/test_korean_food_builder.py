@@ -1,92 +1,71 @@
-"""End-to-end tests of the korean_food builder: the TFDS harness, each corpus
-quirk, the bundled sample and (when `../shared` holds them) real AIHub photos.
+"""The korean_food builder end to end: TFDS's harness on the dummy data, a
+corpus holding every quirk, the same photos in every layout and name encoding,
+and manual dirs with nothing to build.
 
-Corpora are written into tmp dirs with the helpers of
-`scripts/make_korean_food_data.py`; each one is built once per module.
+Corpora are drawn by `photo_datasets.testing` into tmp dirs; each is built once
+per module. The bundled sample and the real photos have their own modules.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
-import os
 import pathlib
 import shutil
-import sys
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
-from PIL import Image, ImageDraw
+from PIL import Image
 
 import korean_food
 from korean_food import classes, corpus
+from photo_datasets import testing
+from photo_datasets.testing import build, read_examples
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-SAMPLE_DIR = REPO / "korean_food" / "sample"
-REAL_KFOOD = REPO.parent / "shared" / "realdata" / "kfood"
-
-sys.path.insert(0, str(REPO / "scripts"))
-import make_korean_food_data as kdata  # noqa: E402
+DUMMY_DATA = pathlib.Path(korean_food.__file__).parent / "dummy_data"
 
 
 class KoreanFoodHarnessTest(tfds.testing.DatasetBuilderTestCase):
-  """Builds `korean_food/dummy_data` (made by the script) in both configs."""
+  """Builds `korean_food/dummy_data` (scripts/make_dummy_data.py) in both configs."""
 
   DATASET_CLASS = korean_food.Builder
   BUILDER_CONFIG_NAMES_TO_TEST = ["224", "full"]
   SPLITS = {"train": 4, "validation": 1, "test": 2}
 
 
-# ---------------------------------------------------------------------------
-# Helpers
-
-
-def build(manual_dir, data_dir, config: str = "full") -> tfds.core.DatasetBuilder:
-  builder = tfds.builder("korean_food", config=config, data_dir=os.fspath(data_dir))
-  builder.download_and_prepare(
-      download_config=tfds.download.DownloadConfig(manual_dir=os.fspath(manual_dir)))
-  return builder
-
-
-def read_examples(builder) -> dict[str, dict]:
-  """file_name -> example as numpy (image still encoded), with its split."""
-  found = {}
-  for split in builder.info.splits.keys():
-    ds = builder.as_dataset(split=split, decoders={"image": tfds.decode.SkipDecoding()})
-    for example in tfds.as_numpy(ds):
-      name = example["file_name"].decode()
-      assert name not in found, name
-      found[name] = {**example, "split": split}
-  return found
+def test_dummy_data_holds_a_section_line_a_png_and_two_classes():
+  """What the harness build exercises besides the split counts."""
+  files = {"/".join(file.parts): read() for file, read in corpus.walk(DUMMY_DATA)}
+  assert {name.rsplit("/", 1)[0] for name in files} == {"kfood/구이/갈비구이", "kfood/찌개/김치찌개"}
+  assert [name for name in files if name.endswith(".png")] == ["kfood/구이/갈비구이/Img_000_0004.png"]
+  assert files["kfood/구이/갈비구이/Img_000_0004.png"].startswith(b"\x89PNG")
+  crops = files["kfood/구이/갈비구이/crop_area.properties"].decode().splitlines()
+  assert crops[0] == "[sections]" and "Img_000_0004=0,0,16,12" in crops
 
 
 def decode(data: bytes) -> np.ndarray:
   return tf.io.decode_jpeg(data, channels=3).numpy()
 
 
-def super_category(builder, example) -> str:
+def super_category(builder: tfds.core.DatasetBuilder, example: dict[str, Any]) -> str:
   return builder.info.features["super_category"].int2str(example["super_category"])
-
-
-def metadata(builder) -> dict:
-  return dict(builder.info.metadata)
 
 
 # ---------------------------------------------------------------------------
 # One corpus holding every quirk, built once in both configs.
 
 GALBI, KIMCHI = "kfood/구이/갈비구이/", "kfood/찌개/김치찌개/"
-ODD = kdata.odd_images(7)
-BROKEN = kdata.broken_files(8)
+ODD = testing.odd_images(7)
+BROKEN = testing.broken_files(8)
 
 
 def _rotated_marker() -> bytes:
   """Stored 120x80 blue with a red block at x 20..60, y 10..40, EXIF orientation 6
   (turn 90° clockwise to show): upright it is 80x120 with the block top right."""
-  raw = Image.new("RGB", (120, 80), (0, 0, 255))
-  ImageDraw.Draw(raw).rectangle([20, 10, 59, 39], fill=(255, 0, 0))
-  return kdata.exif_rotated_jpeg(raw, orientation=6)
+  return testing.exif_rotated_jpeg(testing.marked((120, 80), (20, 10, 60, 40), testing.BLUE), orientation=6)
 
 
 CLEAN = {  # name -> (width, height)
@@ -116,10 +95,10 @@ BROKEN_FILES = {  # name -> what the skip reason says
     GALBI + "Img_000_0009.jpg": "not an image format",
 }
 JUNK_FILES = {
-    "kfood/__MACOSX/구이/갈비구이/._Img_000_0000.jpg": kdata.JUNK["apple_double"],
-    GALBI + ".DS_Store": kdata.JUNK[".DS_Store"],
-    GALBI + "Thumbs.db": kdata.JUNK["Thumbs.db"],
-    KIMCHI + "org_url.csv": kdata.JUNK["org_url.csv"],
+    "kfood/__MACOSX/구이/갈비구이/._Img_000_0000.jpg": testing.JUNK["apple_double"],
+    GALBI + ".DS_Store": testing.JUNK[".DS_Store"],
+    GALBI + "Thumbs.db": testing.JUNK["Thumbs.db"],
+    KIMCHI + "org_url.csv": testing.JUNK["org_url.csv"],
 }
 DUPLICATE = KIMCHI + "Img_119_0000.jpg"  # the bytes of 갈비구이/Img_000_0000.jpg
 UNKNOWN_CLASS = "kfood/찌개/부대찌개/Img_124_0000.jpg"
@@ -156,8 +135,8 @@ EXPECTED_BOXES = {  # ymin, xmin, ymax, xmax
 
 
 def _quirk_files() -> dict[str, bytes]:
-  files = {name: kdata.jpeg(400 + i, size) for i, (name, size) in enumerate(CLEAN.items())}
-  files[GALBI + "Img_000_0018.jpg"] = kdata.jpeg(399, (160, 120), progressive=True)
+  files = {name: testing.jpeg(400 + i, size) for i, (name, size) in enumerate(CLEAN.items())}
+  files[GALBI + "Img_000_0018.jpg"] = testing.jpeg(399, (160, 120), progressive=True)
   files.update({name: ODD[kind] for kind, (name, _, _) in ODD_FILES.items()})
   files[ODD_FILES["exif_rotated"][0]] = _rotated_marker()
   files[GALBI + "Img_000_0007.jpg"] = BROKEN["truncated"]
@@ -165,51 +144,60 @@ def _quirk_files() -> dict[str, bytes]:
   files[GALBI + "Img_000_0009.jpg"] = BROKEN["html"]
   files.update(JUNK_FILES)
   files[DUPLICATE] = files[GALBI + "Img_000_0000.jpg"]
-  files[UNKNOWN_CLASS] = kdata.jpeg(398, (96, 64))
-  files[GALBI + "crop_area.properties"] = kdata.properties(GALBI_CROPS, bom=True)
-  files[KIMCHI + "crop_area.properties"] = kdata.properties(KIMCHI_CROPS, newline="\n")
+  files[UNKNOWN_CLASS] = testing.jpeg(398, (96, 64))
+  files[GALBI + "crop_area.properties"] = testing.properties(GALBI_CROPS, bom=True)
+  files[KIMCHI + "crop_area.properties"] = testing.properties(KIMCHI_CROPS, newline="\n")
   return files
 
 
+@dataclasses.dataclass(frozen=True)
+class QuirksBuild:
+  """The quirks corpus built in `full` and `224`, and what each build stored."""
+
+  files: dict[str, bytes]  # Path in the manual dir -> bytes.
+  data_dir: pathlib.Path
+  full: tfds.core.DatasetBuilder
+  examples: dict[str, dict[str, Any]]  # Of `full`, by file_name.
+  small_examples: dict[str, dict[str, Any]]  # Of `224`.
+
+  def source(self, file_name: str) -> bytes:
+    return self.files["kfood/" + file_name]
+
+
 @pytest.fixture(scope="module")
-def quirks(tmp_path_factory):
+def quirks(tmp_path_factory) -> QuirksBuild:
   root = tmp_path_factory.mktemp("quirks")
   files = _quirk_files()
-  kdata.write_tree(root / "manual", files)
-  full = build(root / "manual", root / "data", "full")
-  small = build(root / "manual", root / "data", "224")
-  return {"files": files, "full": full, "small": small, "data_dir": root / "data",
-          "examples": read_examples(full), "small_examples": read_examples(small)}
-
-
-def _source(quirks, file_name: str) -> bytes:
-  return quirks["files"]["kfood/" + file_name]
+  testing.write_tree(root / "manual", files)
+  full = build("korean_food/full", root / "data", root / "manual")
+  small = build("korean_food/224", root / "data", root / "manual")
+  return QuirksBuild(files, root / "data", full, read_examples(full), read_examples(small))
 
 
 def test_clean_jpegs_stored_byte_for_byte_in_full(quirks):
   clean = [name.removeprefix("kfood/") for name in CLEAN] + ["구이/갈비구이/Img_000_0018.jpg"]
   for name in clean:
-    assert quirks["examples"][name]["image"] == _source(quirks, name), name
+    assert quirks.examples[name]["image"] == quirks.source(name), name
 
 
 def test_every_stored_image_decodes_as_rgb_jpeg(quirks):
-  assert len(quirks["examples"]) == len(quirks["small_examples"]) == 19
-  for name, example in quirks["examples"].items():
+  assert len(quirks.examples) == len(quirks.small_examples) == 19
+  for name, example in quirks.examples.items():
     assert decode(example["image"]).ndim == 3, name
-  for name, example in quirks["small_examples"].items():
+  for name, example in quirks.small_examples.items():
     assert decode(example["image"]).shape == (224, 224, 3), name
 
 
 @pytest.mark.parametrize("kind", sorted(ODD_FILES))
 def test_odd_image_kinds_stored_as_upright_rgb_jpeg(quirks, kind):
   name, width, height = ODD_FILES[kind]
-  example = quirks["examples"][name.removeprefix("kfood/")]
+  example = quirks.examples[name.removeprefix("kfood/")]
   assert example["image"][:3] == b"\xff\xd8\xff"  # re-encoded as JPEG
-  assert example["image"] != quirks["files"][name]
+  assert example["image"] != quirks.files[name]
   pixels = decode(example["image"]).astype(int)
   assert pixels.shape == (height, width, 3)
   if kind in ("png_as_jpg", "cmyk"):  # the colours survive the conversion
-    original = np.asarray(kdata.photo(7 + (kind == "cmyk"), (width, height)), int)
+    original = np.asarray(testing.photo(7 + (kind == "cmyk"), (width, height)), int)
     assert np.abs(pixels - original).mean() < 6
   if kind == "grayscale":
     assert np.abs(pixels[..., 0] - pixels[..., 2]).max() <= 3
@@ -223,7 +211,7 @@ def test_odd_image_kinds_stored_as_upright_rgb_jpeg(quirks, kind):
 
 
 def test_exif_rotated_photo_upright_with_swapped_size_and_mapped_bbox(quirks):
-  example = quirks["examples"]["구이/갈비구이/Img_000_0006.jpg"]
+  example = quirks.examples["구이/갈비구이/Img_000_0006.jpg"]
   pixels = decode(example["image"]).astype(int)
   assert pixels.shape == (120, 80, 3)  # stored 120 wide, 80 high
   assert example["has_bbox"]
@@ -233,67 +221,68 @@ def test_exif_rotated_photo_upright_with_swapped_size_and_mapped_bbox(quirks):
   assert inside[..., 0].min() > 200 and inside[..., 2].max() < 60  # red block
   assert pixels[70:, :, 2].min() > 200 and pixels[70:, :, 0].max() < 60  # blue below it
   # The 224 config crops to the box first: all red.
-  small = decode(quirks["small_examples"]["구이/갈비구이/Img_000_0006.jpg"]["image"]).astype(int)
+  small = decode(quirks.small_examples["구이/갈비구이/Img_000_0006.jpg"]["image"]).astype(int)
   assert small[..., 0].mean() > 230 and small[..., 2].mean() < 25
 
 
 def test_crop_lines_give_bbox_and_has_bbox(quirks):
-  for name, example in quirks["examples"].items():
+  for name, example in quirks.examples.items():
     if name in EXPECTED_BOXES:
       assert example["has_bbox"], name
       np.testing.assert_allclose(example["bbox"], EXPECTED_BOXES[name], atol=1e-6, err_msg=name)
     else:
       assert not example["has_bbox"], name
       np.testing.assert_array_equal(example["bbox"], [0.0, 0.0, 1.0, 1.0], err_msg=name)
-  counts = metadata(quirks["full"])["counts"]
+  counts = quirks.full.info.metadata["counts"]
   assert counts["bad crop lines"] == BAD_CROP_LINES
   assert counts["images with a crop box"] == len(EXPECTED_BOXES)
 
 
 def test_broken_files_skipped_with_reasons_build_continues(quirks):
-  skipped = {s["file_name"]: s["reason"] for s in metadata(quirks["full"])["skipped_files"]}
+  skipped = {s["file_name"]: s["reason"] for s in quirks.full.info.metadata["skipped_files"]}
   for name, reason in BROKEN_FILES.items():
     assert reason in skipped[name.removeprefix("kfood/")]
-    assert name.removeprefix("kfood/") not in quirks["examples"]
+    assert name.removeprefix("kfood/") not in quirks.examples
   assert len(skipped) == len(BROKEN_FILES) + 1  # and the unknown class folder
   # The report is saved with the dataset: a reloaded builder has it too.
-  reloaded = tfds.builder("korean_food/full", data_dir=os.fspath(quirks["data_dir"]))
-  assert metadata(reloaded)["skipped_files"] == metadata(quirks["full"])["skipped_files"]
+  reloaded = tfds.builder("korean_food/full", data_dir=quirks.data_dir)
+  assert reloaded.info.metadata["skipped_files"] == quirks.full.info.metadata["skipped_files"]
 
 
 def test_junk_files_ignored(quirks):
-  meta = metadata(quirks["full"])
+  meta = quirks.full.info.metadata
   assert meta["ignored_files"] == len(JUNK_FILES)
-  reported = list(quirks["examples"]) + [s["file_name"] for s in meta["skipped_files"]]
+  reported = list(quirks.examples) + [s["file_name"] for s in meta["skipped_files"]]
   assert not [n for n in reported if "__MACOSX" in n or n.endswith((".DS_Store", ".db", ".csv"))]
 
 
 def test_prefix_mismatch_keeps_folder_label_and_warns(quirks):
-  example = quirks["examples"]["찌개/김치찌개/Img_121_0002.jpg"]
+  example = quirks.examples["찌개/김치찌개/Img_121_0002.jpg"]
   assert example["label"] == 119
-  assert super_category(quirks["full"], example) == "찌개"
-  (warning,) = metadata(quirks["full"])["warnings"]
+  assert super_category(quirks.full, example) == "찌개"
+  (warning,) = quirks.full.info.metadata["warnings"]
   assert "찌개/김치찌개/Img_121_0002.jpg" in warning and "class 121" in warning
 
 
 def test_byte_identical_photos_in_two_classes_share_split_and_are_listed(quirks):
-  first, second = quirks["examples"]["구이/갈비구이/Img_000_0000.jpg"], quirks["examples"]["찌개/김치찌개/Img_119_0000.jpg"]
+  pair = ["구이/갈비구이/Img_000_0000.jpg", "찌개/김치찌개/Img_119_0000.jpg"]
+  first, second = (quirks.examples[name] for name in pair)
   assert (first["label"], second["label"]) == (0, 119)
   assert first["split"] == second["split"]
-  assert metadata(quirks["full"])["duplicates"] == [["구이/갈비구이/Img_000_0000.jpg", "찌개/김치찌개/Img_119_0000.jpg"]]
+  assert quirks.full.info.metadata["duplicates"] == [pair]
 
 
 def test_class_folder_not_in_the_150_classes_is_skipped(quirks):
-  skipped = {s["file_name"]: s["reason"] for s in metadata(quirks["full"])["skipped_files"]}
+  skipped = {s["file_name"]: s["reason"] for s in quirks.full.info.metadata["skipped_files"]}
   assert "not one of the 150 classes" in skipped[UNKNOWN_CLASS]  # named as found, from the manual dir
-  assert not [n for n in quirks["examples"] if "부대찌개" in n]
+  assert not [n for n in quirks.examples if "부대찌개" in n]
 
 
 def test_labels_and_super_categories_follow_classes_tsv(quirks):
-  for name, example in quirks["examples"].items():
+  for name, example in quirks.examples.items():
     group, food, _ = name.split("/")
     assert example["label"] == classes.class_by_name()[food].index
-    assert super_category(quirks["full"], example) == group
+    assert super_category(quirks.full, example) == group
 
 
 # ---------------------------------------------------------------------------
@@ -306,36 +295,54 @@ def _small_corpus() -> dict[str, dict[str, bytes]]:
   for seed, (folder, n) in enumerate(photos.items()):
     group, food = folder.split("/")
     index = classes.class_by_name()[food].index
+    members = groups.setdefault(group, {})
     for i in range(n):
-      groups.setdefault(group, {})[f"{folder}/Img_{index:03d}_{i:04d}.jpg"] = kdata.jpeg(500 + 10 * seed + i, (64, 48))
-  groups["구이"]["구이/갈비구이/crop_area.properties"] = kdata.properties(["[sections]", "Img_000_0001=8,6,32,24"])
+      members[f"{folder}/Img_{index:03d}_{i:04d}.jpg"] = testing.jpeg(500 + 10 * seed + i, (64, 48))
+  groups["구이"]["구이/갈비구이/crop_area.properties"] = testing.properties(["[sections]", "Img_000_0001=8,6,32,24"])
   return groups
 
 
-def _summary(builder) -> dict[str, tuple]:
-  return {name: (int(e["label"]), super_category(builder, e), e["split"], tuple(e["bbox"]), e["image"])
+class Summary(NamedTuple):
+  """What a build stored for one photo, comparable across builds."""
+
+  label: int
+  super_category: str
+  split: str
+  bbox: tuple[float, ...]
+  image: bytes
+
+
+def _summary(builder: tfds.core.DatasetBuilder) -> dict[str, Summary]:
+  return {name: Summary(int(e["label"]), super_category(builder, e), e["split"], tuple(e["bbox"]), e["image"])
           for name, e in read_examples(builder).items()}
 
 
+class LayoutBuild(NamedTuple):
+  manual_dir: pathlib.Path
+  summary: dict[str, Summary]  # By file_name.
+
+
 @pytest.fixture(scope="module")
-def nesting(tmp_path_factory):
+def nesting(tmp_path_factory) -> dict[str, LayoutBuild]:
+  """Layout (`testing.layouts`) -> the small corpus in it, built in `full`."""
   root = tmp_path_factory.mktemp("nesting")
-  dirs = kdata.write_layouts(root, _small_corpus())
-  return {form: (path, _summary(build(path, root / f"data_{form}"))) for form, path in dirs.items()}
+  dirs = testing.write_layouts(root, _small_corpus())
+  return {form: LayoutBuild(path, _summary(build("korean_food/full", root / f"data_{form}", path)))
+          for form, path in dirs.items()}
 
 
 def test_nesting_forms_give_the_same_examples(nesting):
-  _, expected = nesting["tree"]
+  expected = nesting["tree"].summary
   assert len(expected) == 10
-  assert {name: v[0] for name, v in expected.items()} == {
+  assert {name: v.label for name, v in expected.items()} == {
       **{f"구이/갈비구이/Img_000_{i:04d}.jpg": 0 for i in range(3)},
       **{f"구이/갈치구이/Img_001_{i:04d}.jpg": 1 for i in range(2)},
       **{f"찌개/김치찌개/Img_119_{i:04d}.jpg": 119 for i in range(3)},
       **{f"밥/비빔밥/Img_072_{i:04d}.jpg": 72 for i in range(2)},
   }
-  assert expected["구이/갈비구이/Img_000_0001.jpg"][3] == pytest.approx((0.125, 0.125, 0.625, 0.625))
-  for form, (_, summary) in nesting.items():
-    assert summary == expected, form
+  assert expected["구이/갈비구이/Img_000_0001.jpg"].bbox == pytest.approx((0.125, 0.125, 0.625, 0.625))
+  for form, layout in nesting.items():
+    assert layout.summary == expected, form
 
 
 def test_name_encodings_resolve_to_the_same_nfc_class(tmp_path):
@@ -343,14 +350,14 @@ def test_name_encodings_resolve_to_the_same_nfc_class(tmp_path):
   an NFD tree on disk, side by side in one manual dir."""
   groups = _small_corpus()
   manual = tmp_path / "manual"
-  gui_members = {kdata.nfd(n) if "갈치구이" in n else n: d for n, d in groups["구이"].items()}
-  kdata.write_tree(manual, {
-      "구이.zip": kdata.zip_bytes(gui_members, "utf-8-flag"),
-      "찌개.zip": kdata.zip_bytes(groups["찌개"], "utf-8"),
-      "밥.zip": kdata.zip_bytes(groups["밥"], "cp949"),
-      **{kdata.nfd(f"kfood/국/미역국/Img_017_{i:04d}.jpg"): kdata.jpeg(600 + i, (64, 48)) for i in range(2)},
+  gui_members = {testing.nfd(n) if "갈치구이" in n else n: d for n, d in groups["구이"].items()}
+  testing.write_tree(manual, {
+      "구이.zip": testing.zip_bytes(gui_members, "utf-8-flag"),
+      "찌개.zip": testing.zip_bytes(groups["찌개"], "utf-8"),
+      "밥.zip": testing.zip_bytes(groups["밥"], "cp949"),
+      **{testing.nfd(f"kfood/국/미역국/Img_017_{i:04d}.jpg"): testing.jpeg(600 + i, (64, 48)) for i in range(2)},
   })
-  examples = read_examples(build(manual, tmp_path / "data"))
+  examples = read_examples(build("korean_food/full", tmp_path / "data", manual))
   labels = {name: int(e["label"]) for name, e in examples.items()}
   assert labels == {
       **{f"구이/갈비구이/Img_000_{i:04d}.jpg": 0 for i in range(3)},
@@ -365,24 +372,24 @@ def test_split_stability_adding_a_photo_moves_no_other(nesting, tmp_path):
   tree, before = nesting["tree"]
   manual = tmp_path / "manual"
   shutil.copytree(tree, manual)
-  kdata.write_tree(manual, {"kfood/밥/비빔밥/Img_072_0099.jpg": kdata.jpeg(777, (64, 48))})
-  after = _summary(build(manual, tmp_path / "data"))
+  testing.write_tree(manual, {"kfood/밥/비빔밥/Img_072_0099.jpg": testing.jpeg(777, (64, 48))})
+  after = _summary(build("korean_food/full", tmp_path / "data", manual))
   assert set(after) == set(before) | {"밥/비빔밥/Img_072_0099.jpg"}
-  assert {n: after[n][2] for n in before} == {n: v[2] for n, v in before.items()}
+  assert {n: after[n].split for n in before} == {n: v.split for n, v in before.items()}
 
 
 def test_unreadable_zips_reported_build_continues(nesting, tmp_path):
   """A macOS AppleDouble `._구이.zip` inside kfood.zip is junk; a truncated
   group zip beside it is reported as skipped."""
-  _, expected = nesting["kfood_zip"]
+  expected = nesting["kfood_zip"].summary
   manual = tmp_path / "manual"
-  inner = kdata.layouts(_small_corpus())["group_zips"]
-  inner["__MACOSX/._구이.zip"] = kdata.JUNK["apple_double"]
-  truncated = kdata.zip_bytes({"국/미역국/Img_017_0000.jpg": kdata.jpeg(1, (64, 48))})[:-30]
-  kdata.write_tree(manual, {"kfood.zip": kdata.zip_bytes(inner, "utf-8", dirs=False), "국.zip": truncated})
-  builder = build(manual, tmp_path / "data")
+  inner = testing.layouts(_small_corpus())["group_zips"]
+  inner["__MACOSX/._구이.zip"] = testing.JUNK["apple_double"]
+  truncated = testing.zip_bytes({"국/미역국/Img_017_0000.jpg": testing.jpeg(1, (64, 48))})[:-30]
+  testing.write_tree(manual, {"kfood.zip": testing.zip_bytes(inner, "utf-8", dirs=False), "국.zip": truncated})
+  builder = build("korean_food/full", tmp_path / "data", manual)
   assert _summary(builder) == expected
-  meta = metadata(builder)
+  meta = builder.info.metadata
   assert [s["file_name"] for s in meta["skipped_files"]] == ["국.zip"]
   assert "not a readable zip" in meta["skipped_files"][0]["reason"]
   assert meta["ignored_files"] == 1
@@ -395,198 +402,28 @@ def test_unreadable_zips_reported_build_continues(nesting, tmp_path):
 def test_empty_manual_dir_gives_clear_error(tmp_path):
   (tmp_path / "manual").mkdir()
   with pytest.raises(AssertionError, match="does not exist or is empty") as error:
-    build(tmp_path / "manual", tmp_path / "data")
+    build("korean_food/full", tmp_path / "data", tmp_path / "manual")
   assert "aihubshell" in str(error.value)  # the download instructions
 
 
 def test_manual_dir_with_only_empty_folders_gives_clear_error(tmp_path):
   (tmp_path / "manual" / "kfood" / "구이").mkdir(parents=True)
   with pytest.raises(ValueError, match="No usable image.*found 0 non-image files and 0 unusable") as error:
-    build(tmp_path / "manual", tmp_path / "data")
+    build("korean_food/full", tmp_path / "data", tmp_path / "manual")
   assert "aihubshell" in str(error.value)
 
 
 def test_manual_dir_with_nothing_usable_gives_clear_error(tmp_path):
-  kdata.write_tree(tmp_path / "manual", {
-      "kfood/구이/갈비구이/.DS_Store": kdata.JUNK[".DS_Store"],
+  testing.write_tree(tmp_path / "manual", {
+      "kfood/구이/갈비구이/.DS_Store": testing.JUNK[".DS_Store"],
       "kfood/구이/갈비구이/Img_000_0000.jpg": b"",
       "kfood/readme.txt": b"nothing here",
       "kfood.zip": b"PK\x03\x04 an interrupted download",
   })
   with pytest.raises(ValueError, match=r"(?i)no (usable|valid) image") as error:
-    build(tmp_path / "manual", tmp_path / "data")
+    build("korean_food/full", tmp_path / "data", tmp_path / "manual")
   message = str(error.value)  # names what it found unusable, then says what is expected
   assert "Img_000_0000.jpg" in message and "empty file" in message
   assert "not a readable zip" in message and "aihubshell" in message
 
 
-# ---------------------------------------------------------------------------
-# The bundled sample, korean_food/sample/kfood.zip.
-
-SAMPLE_SKIPPED = {
-    "찌개/김치찌개/Img_119_0005.jpg": "truncated",
-    "찌개/김치찌개/Img_119_0006.jpg": "empty file",
-    "찌개/김치찌개/Img_119_0007.jpg": "not an image format",
-    "찌개/부대찌개/Img_124_0000.jpg": "not one of the 150 classes",
-}
-
-
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory):
-  data_dir = tmp_path_factory.mktemp("sample")
-  return {"data_dir": data_dir, **{config: build(SAMPLE_DIR, data_dir, config) for config in ("224", "full")}}
-
-
-def test_sample_and_dummy_data_hold_no_real_photo():
-  """The AIHub terms forbid redistribution: no byte-identical copy may ship."""
-  assert (SAMPLE_DIR / "kfood.zip").stat().st_size < 2_000_000
-  shipped = [read() for root in (SAMPLE_DIR, REPO / "korean_food" / "dummy_data")
-             for _, read in corpus.walk(root)]
-  assert len(shipped) > 50
-  if not REAL_KFOOD.is_dir():
-    pytest.skip(f"no real AIHub photos at {REAL_KFOOD} to compare with")
-  real = {p.read_bytes() for p in REAL_KFOOD.parent.glob("kfood*/**/*") if p.is_file() and p.suffix != ".properties"}
-  assert len(real) > 50
-  assert not [data for data in shipped if data in real]
-
-
-@pytest.mark.parametrize("config", ["224", "full"])
-def test_sample_builds_with_expected_report(sample, config):
-  builder = sample[config]
-  assert {s: builder.info.splits[s].num_examples for s in ("train", "validation", "test")} == {
-      "train": 33, "validation": 3, "test": 4}
-  meta = metadata(builder)
-  skipped = {s["file_name"]: s["reason"] for s in meta["skipped_files"]}
-  assert set(skipped) == set(SAMPLE_SKIPPED)
-  for name, reason in SAMPLE_SKIPPED.items():
-    assert reason in skipped[name]
-  # Bad crop lines: `=,986,590`, `dissimilar`, two numbers, zero area. Converted:
-  # CMYK, EXIF-rotated, GIF, RGBA PNG, PNG as .jpg, grayscale.
-  assert meta["counts"] == {"bad crop lines": 4, "images converted to JPEG": 6, "images with a crop box": 9}
-  assert meta["ignored_files"] == 5  # __MACOSX x2, .DS_Store, Thumbs.db, org_url.csv
-  assert meta["duplicates"] == [["구이/갈비구이/Img_000_0002.jpg", "찌개/김치찌개/Img_119_0013.jpg"]]
-  assert len(meta["warnings"]) == 1 and "Img_121_0011.jpg" in meta["warnings"][0]
-
-
-def test_sample_examples_have_nfc_names_and_right_labels(sample):
-  examples = read_examples(sample["full"])
-  by_class = {}
-  for name, example in examples.items():
-    by_class.setdefault(name.rsplit("/", 1)[0], set()).add(int(example["label"]))
-    assert decode(example["image"]).ndim == 3
-  assert by_class == {"구이/갈비구이": {0}, "구이/갈치구이": {1}, "찌개/김치찌개": {119}, "밥/비빔밥": {72}}
-  rotated = examples["구이/갈비구이/Img_000_0010.jpg"]
-  assert decode(rotated["image"]).shape == (160, 96, 3)  # stored 160x96, EXIF orientation 6
-  assert rotated["has_bbox"]
-
-
-def test_sample_224_batches_to_uint8_via_tfds_load(sample):
-  ds = tfds.load("korean_food/224", split="train", data_dir=os.fspath(sample["data_dir"]), batch_size=8,
-                 as_supervised=True, download=False)
-  images, labels = next(iter(ds))
-  assert images.dtype == tf.uint8 and tuple(images.shape) == (8, 224, 224, 3)
-  assert labels.dtype == tf.int64 and tuple(labels.shape) == (8,)
-  assert set(labels.numpy()) <= {0, 1, 72, 119}
-
-
-# ---------------------------------------------------------------------------
-# Real AIHub photos from ../shared (never copied into the project).
-
-REAL_LABELS = {"갈비구이": 0, "갈치구이": 1, "김치찌개": 119, "동태찌개": 121, "순두부찌개": 123}
-REAL_GROUPS = {"갈비구이": "구이", "갈치구이": "구이", "김치찌개": "찌개", "동태찌개": "찌개", "순두부찌개": "찌개"}
-
-
-def _real_photos() -> dict[str, pathlib.Path]:
-  return {f"{p.parent.parent.name}/{p.parent.name}/{p.name}": p
-          for p in sorted(REAL_KFOOD.glob("*/*/*")) if p.name != "crop_area.properties"}
-
-
-def _real_boxes() -> dict[str, tuple[float, ...]]:
-  """The real crop_area.properties values as relative boxes, by file_name."""
-  photos = _real_photos()
-  boxes = {}
-  for props in REAL_KFOOD.glob("*/*/crop_area.properties"):
-    folder = f"{props.parent.parent.name}/{props.parent.name}"
-    lines = props.read_text().splitlines()
-    for line in lines:
-      key, _, value = line.partition("=")
-      matches = [n for n in photos if n.startswith(folder + "/") and n.rsplit("/", 1)[1].rsplit(".", 1)[0].lower() == key.lower()]
-      if not matches:
-        continue
-      (name,) = matches
-      x, y, w, h = map(int, value.split(","))
-      with Image.open(photos[name]) as image:
-        width, height = image.size
-      boxes[name] = (y / height, x / width, min(y + h, height) / height, min(x + w, width) / width)
-  return boxes
-
-
-@pytest.fixture(scope="module")
-def real(tmp_path_factory):
-  if not REAL_KFOOD.is_dir():
-    pytest.skip(f"no real AIHub photos at {REAL_KFOOD}")
-  root = tmp_path_factory.mktemp("real")
-  groups = {}
-  for name, path in _real_photos().items():
-    groups.setdefault(name.split("/")[0], {})[name] = path.read_bytes()
-  for props in REAL_KFOOD.glob("*/*/crop_area.properties"):
-    groups[props.parent.parent.name][f"{props.parent.parent.name}/{props.parent.name}/{props.name}"] = props.read_bytes()
-  inner = {f"{g}.zip": kdata.zip_bytes(m) for g, m in groups.items()}
-  kdata.write_tree(root / "zip_manual", {"kfood.zip": kdata.zip_bytes(inner, "utf-8", dirs=False)})
-  full = build(REAL_KFOOD, root / "data", "full")
-  return {
-      "full": full,
-      "examples": read_examples(full),
-      "small_examples": read_examples(build(REAL_KFOOD, root / "data", "224")),
-      "zip_examples": read_examples(build(root / "zip_manual", root / "zip_data", "full")),
-  }
-
-
-def test_real_photos_labels_and_super_categories(real):
-  photos = _real_photos()
-  assert set(real["examples"]) == set(photos)
-  assert metadata(real["full"])["skipped_files"] == []
-  for name, example in real["examples"].items():
-    _, food, _ = name.split("/")
-    assert example["label"] == REAL_LABELS[food], name
-    assert super_category(real["full"], example) == REAL_GROUPS[food], name
-
-
-def test_real_crop_boxes_match_the_properties_files(real):
-  boxes = _real_boxes()
-  assert len(boxes) == 5  # 갈비구이 0001, 0002, 0004; 갈치구이 0002, 0006.JPG
-  assert "구이/갈치구이/Img_001_0006.JPG" in boxes
-  for name, example in real["examples"].items():
-    assert bool(example["has_bbox"]) == (name in boxes), name
-    np.testing.assert_allclose(example["bbox"], boxes.get(name, (0, 0, 1, 1)), atol=1e-6, err_msg=name)
-
-
-def test_real_png_named_jpg_converted_and_decodable(real):
-  source = (REAL_KFOOD / "찌개" / "김치찌개" / "Img_119_0001.jpg").read_bytes()
-  assert source.startswith(b"\x89PNG")
-  stored = real["examples"]["찌개/김치찌개/Img_119_0001.jpg"]["image"]
-  assert stored[:3] == b"\xff\xd8\xff"
-  assert decode(stored).shape == (369, 499, 3)
-  assert decode(real["small_examples"]["찌개/김치찌개/Img_119_0001.jpg"]["image"]).shape == (224, 224, 3)
-
-
-def test_real_uppercase_jpg_files_kept(real):
-  upper = [n for n in _real_photos() if n.endswith(".JPG")]
-  assert len(upper) == 6
-  assert all(n in real["examples"] for n in upper)
-
-
-def test_real_clean_jpegs_stored_byte_for_byte(real):
-  photos = _real_photos()
-  clean = [n for n in photos if n != "찌개/김치찌개/Img_119_0001.jpg"]
-  assert len(clean) == 46
-  for name in clean:
-    assert real["examples"][name]["image"] == photos[name].read_bytes(), name
-  for name, example in real["small_examples"].items():
-    assert decode(example["image"]).shape == (224, 224, 3), name
-
-
-def test_real_photos_from_kfood_zip_give_the_same_examples(real):
-  def summary(examples):
-    return {n: (int(e["label"]), e["split"], tuple(e["bbox"]), e["image"]) for n, e in examples.items()}
-  assert summary(real["zip_examples"]) == summary(real["examples"])

@@ -14,6 +14,7 @@ import tensorflow_datasets as tfds
 
 import flowers_dataset
 from photo_datasets import pipeline
+from photo_datasets.testing import build
 
 SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample" / "flower_photos"
 
@@ -24,8 +25,7 @@ def data_dir(tmp_path_factory):
   for label in ("daisy", "tulips", "roses"):
     shutil.copytree(SAMPLE / label, root / "manual" / "flower_photos" / label)
   for config in ("64", "full"):
-    tfds.builder("flowers_dataset", config=config, data_dir=os.fspath(root / "data")).download_and_prepare(
-        download_config=tfds.download.DownloadConfig(manual_dir=os.fspath(root / "manual")))
+    build(f"flowers_dataset/{config}", root / "data", root / "manual")
   return os.fspath(root / "data")
 
 

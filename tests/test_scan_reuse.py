@@ -6,20 +6,16 @@ import os
 import pathlib
 import shutil
 
-import tensorflow_datasets as tfds
-
-import korean_food  # noqa: F401  (registers the builder)
+import korean_food
 from photo_datasets import images
+from photo_datasets.testing import build
 
 SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 
 
-def _build(config, manual_dir, data_dir):
-  # One worker: every decode happens in this process, where the test counts them.
-  builder = tfds.builder("korean_food", config=config, data_dir=os.fspath(data_dir), workers=1)
-  builder.download_and_prepare(
-      download_config=tfds.download.DownloadConfig(manual_dir=os.fspath(manual_dir)))
-  return builder
+def _build_in_this_process(config, manual_dir, data_dir):
+  """One worker: every decode happens in this process, where the test counts them."""
+  return build(f"korean_food/{config}", data_dir, manual_dir, workers=1)
 
 
 def test_later_configs_reuse_the_scan_until_the_source_changes(tmp_path, monkeypatch):
@@ -30,18 +26,18 @@ def test_later_configs_reuse_the_scan_until_the_source_changes(tmp_path, monkeyp
   monkeypatch.setattr(images, "inspect_image",
                       lambda data: inspected.append(len(data)) or real_inspect(data))
 
-  first = _build("224", manual_dir, tmp_path / "data")
+  first = _build_in_this_process("224", manual_dir, tmp_path / "data")
   scanned = len(inspected)
   assert scanned > 30
 
-  second = _build("full", manual_dir, tmp_path / "data")
+  second = _build_in_this_process("full", manual_dir, tmp_path / "data")
   assert len(inspected) == scanned  # No file decoded again for the scan.
   assert dict(second.info.metadata) == dict(first.info.metadata)
   assert ({s: i.num_examples for s, i in second.info.splits.items()}
           == {s: i.num_examples for s, i in first.info.splits.items()})
 
   os.utime(manual_dir / "kfood.zip", ns=(1, 1))  # The source changed: scan again.
-  _build("96", manual_dir, tmp_path / "data")
+  _build_in_this_process("96", manual_dir, tmp_path / "data")
   assert len(inspected) == 2 * scanned
 
 
@@ -52,10 +48,7 @@ def test_scan_is_never_written_into_the_manual_dir(tmp_path):
     return sorted(p.relative_to(manual_dir) for p in manual_dir.rglob("*") if p.is_file())
 
   before = files()
-  builder = tfds.builder("korean_food", config="64", data_dir=os.fspath(tmp_path / "data"))
   # As in TFDS's test harness: downloads and manual data in one folder.
-  builder.download_and_prepare(
-      download_dir=os.fspath(manual_dir),
-      download_config=tfds.download.DownloadConfig(manual_dir=os.fspath(manual_dir)))
+  builder = build("korean_food/64", tmp_path / "data", manual_dir, download_dir=manual_dir)
   assert builder.info.splits["train"].num_examples > 0
   assert files() == before

@@ -14,16 +14,10 @@ import tensorflow_datasets as tfds
 import flowers_dataset
 import korean_food
 from photo_datasets import images
+from photo_datasets.testing import build, read_examples
 
 KFOOD_SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 FLOWERS_SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample"
-
-
-def build(name: str, manual_dir, data_dir, workers: int) -> tfds.core.DatasetBuilder:
-  builder = tfds.builder(name, data_dir=os.fspath(data_dir), workers=workers)
-  builder.download_and_prepare(
-      download_config=tfds.download.DownloadConfig(manual_dir=os.fspath(manual_dir)))
-  return builder
 
 
 def written_files(builder) -> dict[str, bytes]:
@@ -39,8 +33,8 @@ def written_files(builder) -> dict[str, bytes]:
     ("flowers_dataset/32", FLOWERS_SAMPLE),
 ])
 def test_any_worker_count_writes_the_same_bytes(tmp_path, name, manual_dir):
-  one = build(name, manual_dir, tmp_path / "one", workers=1)
-  three = build(name, manual_dir, tmp_path / "three", workers=3)
+  one = build(name, tmp_path / "one", manual_dir, workers=1)
+  three = build(name, tmp_path / "three", manual_dir, workers=3)
   assert one.workers == 1 and three.workers == 3
   files = written_files(one)
   assert len([f for f in files if ".tfrecord-" in f]) == 3 and "metadata.json" in files
@@ -73,25 +67,21 @@ def _kill_on(victim: bytes, real):
   return kill_or_run
 
 
-def _stored_names(builder) -> set[str]:
-  return {ex["file_name"].decode() for split in builder.info.splits
-          for ex in tfds.as_numpy(builder.as_dataset(split=split))}
-
-
 def test_a_worker_killed_while_converting_skips_that_photo(tmp_path, monkeypatch):
   manual, victim, victim_name = _flowers(tmp_path)
   monkeypatch.setattr(images, "encode_image", _kill_on(victim, images.encode_image))
-  builder = build("flowers_dataset/64", manual, tmp_path / "data", workers=2)
+  builder = build("flowers_dataset/64", tmp_path / "data", manual, workers=2)
   skipped = builder.info.metadata["skipped_files"]
   assert skipped == [{"file_name": victim_name, "reason":
                       "conversion killed the worker process (out of memory or a decoder crash)"}]
-  assert _stored_names(builder) == {f"{p.parent.name}/{p.name}" for p in manual.glob("*/*/*.jpg")} - {victim_name}
+  assert set(read_examples(builder)) == {f"{p.parent.name}/{p.name}" for p in manual.glob("*/*/*.jpg")} - {victim_name}
 
 
 def test_a_worker_killed_while_scanning_skips_that_photo(tmp_path, monkeypatch):
   manual, victim, victim_name = _flowers(tmp_path)
   monkeypatch.setattr(images, "inspect_image", _kill_on(victim, images.inspect_image))
-  builder = build("flowers_dataset/64", manual, tmp_path / "data", workers=2)
-  assert builder.info.metadata["skipped_files"] == [{"file_name": victim_name, "reason":
-                                                     "decoding it killed the worker process (out of memory or a decoder crash)"}]
-  assert len(_stored_names(builder)) == 39
+  builder = build("flowers_dataset/64", tmp_path / "data", manual, workers=2)
+  assert builder.info.metadata["skipped_files"] == [{
+      "file_name": victim_name,
+      "reason": "decoding it killed the worker process (out of memory or a decoder crash)"}]
+  assert len(read_examples(builder)) == 39

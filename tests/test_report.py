@@ -1,0 +1,76 @@
+"""The build report (photo_datasets/report.py): its summary, printed at the end
+of every build, and its round trip through `builder.info.metadata`."""
+
+from __future__ import annotations
+
+import json
+
+from photo_datasets.report import BuildReport, Skipped
+
+
+def _eventful_report() -> BuildReport:
+  """A report with something in every field; skips in the order workers finished."""
+  report = BuildReport(ignored_files=3)
+  report.skip("찌개/김치찌개/Img_119_0006.jpg", "empty file")
+  report.skip("구이/갈비구이/Img_000_0007.jpg", "cannot decode JPEG: image file is truncated")
+  report.skip("구이/갈비구이/Img_000_0007.jpg", "conversion failed: simulated decoder failure")
+  report.warnings.append("찌개/김치찌개/Img_121_0002.jpg: prefix Img_121 is class 121, but the folder is class 119")
+  report.duplicates = [
+      ["구이/갈비구이/Img_000_0000.jpg", "구이/갈비구이/Img_000_0001.jpg"],  # One class: not listed.
+      ["구이/갈비구이/Img_000_0002.jpg", "찌개/김치찌개/Img_119_0013.jpg"],
+  ]
+  report.empty_splits = ["test"]
+  report.counts = {"images with a crop box": 9, "bad_crop_lines": 4, "images converted to JPEG": 6}
+  return report
+
+
+def test_summary_lists_sizes_skips_counts_cross_class_duplicates_warnings_and_ignored():
+  summary = _eventful_report().summary("korean_food/224", {"train": 33, "validation": 3})
+  assert summary.splitlines() == [
+      "korean_food/224: train 33, validation 3",
+      "  skipped files: 3",
+      "    찌개/김치찌개/Img_119_0006.jpg: empty file",
+      "    구이/갈비구이/Img_000_0007.jpg: cannot decode JPEG: image file is truncated",
+      "    구이/갈비구이/Img_000_0007.jpg: conversion failed: simulated decoder failure",
+      "  left out (no examples): test",
+      "  bad crop lines: 4",  # Sorted by name, "_" shown as a space.
+      "  images converted to JPEG: 6",
+      "  images with a crop box: 9",
+      "  byte-identical groups (same split each): 2",
+      "    across classes: 구이/갈비구이/Img_000_0002.jpg = 찌개/김치찌개/Img_119_0013.jpg",
+      "  warning: 찌개/김치찌개/Img_121_0002.jpg: prefix Img_121 is class 121, but the folder is class 119",
+      "  non-image files ignored: 3",
+  ]
+
+
+def test_summary_of_a_clean_build_says_only_sizes_and_no_skips():
+  summary = BuildReport().summary("flowers_dataset/full", {"train": 81, "validation": 12, "test": 7})
+  assert summary.splitlines() == ["flowers_dataset/full: train 81, validation 12, test 7", "  skipped files: 0"]
+
+
+def test_duplicates_within_one_class_are_counted_not_listed():
+  report = BuildReport(duplicates=[["daisy/a.jpg", "daisy/b.jpg", "daisy/c.jpg"]])
+  assert report.summary("flowers_dataset/224", {"train": 3}).splitlines()[-1] == (
+      "  byte-identical groups (same split each): 1")
+
+
+def test_metadata_round_trip_sorts_skipped_files_by_name():
+  report = _eventful_report()
+  metadata = json.loads(json.dumps(report.as_metadata()))  # Plain JSON, as TFDS stores it.
+  assert [s["file_name"] for s in metadata["skipped_files"]] == [
+      "구이/갈비구이/Img_000_0007.jpg", "구이/갈비구이/Img_000_0007.jpg", "찌개/김치찌개/Img_119_0006.jpg"]
+  restored = BuildReport.from_metadata(metadata)
+  assert restored.skipped_files == [
+      Skipped("구이/갈비구이/Img_000_0007.jpg", "cannot decode JPEG: image file is truncated"),
+      Skipped("구이/갈비구이/Img_000_0007.jpg", "conversion failed: simulated decoder failure"),
+      Skipped("찌개/김치찌개/Img_119_0006.jpg", "empty file"),
+  ]
+  assert restored == BuildReport(
+      skipped_files=restored.skipped_files, warnings=report.warnings, duplicates=report.duplicates,
+      empty_splits=report.empty_splits, ignored_files=report.ignored_files, counts=report.counts)
+  assert BuildReport.from_metadata(restored.as_metadata()) == restored
+
+
+def test_from_metadata_ignores_what_tfds_stores_beside_the_report():
+  metadata = {**BuildReport(ignored_files=2).as_metadata(), "tfds_extra": [1, 2]}
+  assert BuildReport.from_metadata(metadata) == BuildReport(ignored_files=2)

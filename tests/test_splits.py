@@ -1,0 +1,76 @@
+"""The split rule (photo_datasets/splits.py): a photo's split is a function of
+the SHA-256 of its bytes alone, 80/10/10."""
+
+from __future__ import annotations
+
+import hashlib
+import pathlib
+
+import pytest
+
+import flowers_dataset
+from photo_datasets import splits, testing
+
+SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample" / "flower_photos"
+
+
+def test_content_digest_is_sha256():
+  assert splits.content_digest(b"abc") == hashlib.sha256(b"abc").hexdigest()
+
+
+@pytest.mark.parametrize("prefix, split", [
+    ("0000000000000000", "train"),
+    ("cccccccccccc0000", "train"),  # 0.8 - 3e-15 (closer is float rounding).
+    ("cccccccccccd0000", "validation"),  # 0.8 + 1e-14.
+    ("e000000000000000", "validation"),  # 0.875
+    ("e666666666660000", "validation"),  # 0.9 - 3e-15.
+    ("e666666666670000", "test"),  # 0.9 + 1e-14.
+    ("ffffffffffffffff", "test"),
+])
+def test_split_boundaries(prefix, split):
+  assert splits.split_of(prefix + "0" * 48) == split
+  assert splits.split_of(prefix + "f" * 48) == split  # Only the first 16 digits count.
+
+
+def test_split_is_stable_for_known_photos():
+  """Pinned: a change to the rule would move published examples between splits."""
+  pinned = {
+      "daisy/100080576_f52e8ee070_n.jpg": "train",
+      "daisy/144603918_b9de002f60_m.jpg": "validation",
+      "daisy/2045022175_ad087f5f60_n.jpg": "test",
+      "tulips/15275504998_ca9eb82998.jpg": "test",
+      "roses/6347847065_83cf87333b_n.jpg": "validation",
+  }
+  for name, split in pinned.items():
+    assert splits.split_of(splits.content_digest((SAMPLE / name).read_bytes())) == split, name
+  counts = testing.split_counts(path.read_bytes() for path in SAMPLE.glob("*/*.jpg"))
+  assert counts == {"train": 81, "validation": 12, "test": 7}
+
+
+def test_split_proportions_are_80_10_10():
+  n = 40_000
+  counts = {name: 0 for name in splits.SPLIT_NAMES}
+  for i in range(n):
+    counts[splits.split_of(splits.content_digest(f"photo {i}".encode()))] += 1
+  # 4 standard deviations of a binomial: fails only if the rule is off.
+  assert abs(counts["train"] / n - 0.8) < 4 * (0.8 * 0.2 / n) ** 0.5
+  assert abs(counts["validation"] / n - 0.1) < 4 * (0.1 * 0.9 / n) ** 0.5
+  assert abs(counts["test"] / n - 0.1) < 4 * (0.1 * 0.9 / n) ** 0.5
+
+
+def test_fixtures_drawn_into_their_planned_split():
+  """`testing.photos_in_splits`, which the dummy data relies on for its split counts."""
+  plan = {"a.jpg": "test", "b.jpg": "validation", "c.jpg": "test", "d.jpg": "train"}
+  seeds = []
+
+  def draw(name: str, seed: int) -> bytes:
+    seeds.append(seed)
+    return f"{name} drawn from seed {seed}".encode()
+
+  files = testing.photos_in_splits(plan, draw, first_seed=10)
+  assert list(files) == list(plan)
+  assert {name: testing.split_of_bytes(data) for name, data in files.items()} == plan
+  assert seeds == list(range(10, 10 + len(seeds)))  # Successive seeds, none drawn twice.
+  assert len(set(files.values())) == len(plan)
+  with pytest.raises(ValueError, match="a.jpg: unknown split 'dev'"):
+    testing.photos_in_splits({"a.jpg": "dev"}, draw)
