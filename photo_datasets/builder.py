@@ -45,6 +45,7 @@ def manual_dir_or_none(dl_manager: tfds.download.DownloadManager) -> epath.Path 
     return None
 
 
+# `skip_registration` goes to TFDS's `__init_subclass__`, which mypy cannot see (tfds is untyped).
 class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # type: ignore[call-arg]
   """Shared behaviour of the package's image builders.
 

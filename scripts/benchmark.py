@@ -189,7 +189,7 @@ def build(config: str, manual_dir: str, data_dir: str, workers: int, tfds_buffer
 def read_rate(data_dir: str) -> tuple[int, float]:
   import tensorflow_datasets as tfds
 
-  import korean_food  # noqa: F401
+  import korean_food  # noqa: F401  (registers the builder)
   ds = tfds.load("korean_food/224", split="train", batch_size=64, as_supervised=True,
                  data_dir=data_dir, read_config=tfds.ReadConfig(try_autocache=False))
   start, seen = time.perf_counter(), 0
