@@ -27,6 +27,9 @@ setuptools.setup(
         "importlib_resources",  # every builder fails without it
         "apache-beam>=2.60",  # the `tfds` CLI does not start without it
         "mlcroissant",  # idem
+        # tfds.show_examples, tfds.as_dataframe, `photo_datasets.show` and the training curves.
+        "matplotlib>=3.8",
+        "pandas>=2",
         # What apache-beam 2.77 is known to work with.
         "protobuf<7",
         "pyarrow<26",

@@ -1,9 +1,63 @@
-"""The input pipeline from a prepared dataset to `model.fit`."""
+"""The input pipeline from a prepared dataset to `model.fit`: training and evaluation.
+
+Both functions read a built config with TFDS, decode the stored JPEGs
+themselves (`tfds.decode.SkipDecoding()`), and hand Keras batched
+`(uint8 images (B, S, S, 3), int64 labels (B,))`. Pixels stay uint8 until the
+model: `rescaling_layer()` turns them into floats on the accelerator, so the
+pipeline moves 4 times fewer bytes than float images.
+
+* Sized configs (`korean_food/224`) are read as stored; training adds random
+  horizontal flips. An `image_size` other than the stored size resizes.
+* `full` configs are read with a fused decode and crop
+  (`tf.image.decode_and_crop_jpeg`: only the crop's pixels are decoded).
+  Training samples an Inception-style random crop (8 % to 100 % of the area,
+  aspect 3/4 to 4/3) that contains the whole crop box when the photo has one
+  (`korean_food`'s `bbox`), flips it and resizes it to `image_size`.
+  Evaluation takes the crop box (or the whole photo), the centre square of it,
+  and resizes.
+
+The tf.data choices, in one place:
+* the source files are read in a shuffled order (training only), then
+  examples are shuffled in a buffer of encoded bytes, not of decoded images;
+* decoding and augmentation run with `num_parallel_calls=AUTOTUNE`, in any
+  order (`deterministic=False`) for training without a seed, in order
+  otherwise; evaluation keeps the stored order and drops nothing;
+* nothing is cached (TFDS's automatic cache, which holds decoded images, is
+  off): TFRecords are read faster than a model trains;
+* training batches drop the remainder, so every batch has the same shape;
+* prefetch last (`AUTOTUNE`).
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+import keras
 import tensorflow as tf
 import tensorflow_datasets as tfds
+
+AUTOTUNE = tf.data.AUTOTUNE
+# Inception-style crops: the share of the photo's area and the aspect ratios
+# a training crop may take.
+CROP_AREA = (0.08, 1.0)
+CROP_ASPECT = (3 / 4, 4 / 3)
+# A photo without a crop box: any crop covering this much of it will do.
+MIN_COVERED_WITHOUT_BOX = 0.1
+CROP_ATTEMPTS = 10
+
+
+
+def rescaling_layer(value_range: tuple[float, float] = (0.0, 1.0)) -> keras.layers.Layer:
+  """A Keras layer mapping uint8 pixels 0..255 linearly to `value_range`.
+
+  Put it first in the model, so the conversion to float runs on the
+  accelerator: `(0, 1)` for most models, `(-1, 1)` for MobileNet or
+  EfficientNetV2 built with `include_preprocessing=False`.
+  """
+  low, high = value_range
+  if not high > low:
+    raise ValueError(f"value_range must be (low, high) with high > low, got {value_range!r}.")
+  return keras.layers.Rescaling(scale=(high - low) / 255.0, offset=low)
 
 
 def training_dataset(
@@ -11,50 +65,177 @@ def training_dataset(
     *,
     split: str = "train",
     batch_size: int = 64,
+    image_size: int | None = None,
     data_dir: str | None = None,
     shuffle_buffer: int = 2048,
     seed: int | None = None,
+    input_context: tf.distribute.InputContext | None = None,
 ) -> tf.data.Dataset:
-  """Shuffled, batched, prefetched `(image, label)` pairs for `model.fit`.
-
-  `tfds.load(..., batch_size=...)` alone yields every epoch in the same
-  order: TFDS fixes the example order inside each shard when it writes. This
-  reads shards in a shuffled order, shuffles examples in a buffer, then
-  batches (dropping nothing) and prefetches.
+  """Shuffled, augmented, batched, prefetched `(images, labels)` for `model.fit`.
 
   Args:
-    name: a dataset with fixed-size images, e.g. `"korean_food/224"` or
-      `"flowers_dataset/224"` (the `full` configs have images of many sizes,
-      which cannot be batched as they are).
+    name: a built config, e.g. `"korean_food/224"` or `"flowers_dataset/full"`.
     split: any TFDS split expression, e.g. `"train"` or `"train[:10%]"`.
-    batch_size: examples per batch, >= 1.
+    batch_size: the global batch size, >= 1. With `input_context`, each
+      worker's batches hold its share (`get_per_replica_batch_size`).
+    image_size: the side S of the square images; default the stored size.
+      Required for `full` configs.
     data_dir: where the dataset was built; TFDS's default when None.
-    shuffle_buffer: examples held for shuffling; 0 keeps the stored order.
-    seed: makes the shuffling repeatable.
+    shuffle_buffer: encoded examples held for shuffling, >= 0; 0 reads the
+      stored order (files and random crops are still shuffled and random).
+    seed: makes the example order and the augmentation repeatable (and the
+      parallel decoding ordered); each epoch still differs from the last.
+    input_context: from `tf.distribute.Strategy.distribute_datasets_from_function`;
+      each input pipeline gets a disjoint part of the examples.
 
   Returns:
-    A `tf.data.Dataset` of `(uint8 images (B, H, W, 3), int64 labels (B,))`.
+    A `tf.data.Dataset` of `(uint8 images (B, S, S, 3), int64 labels (B,))`,
+    every batch of the same shape (the last, incomplete batch is dropped).
 
   Raises:
-    ValueError: on a bad `batch_size` or `shuffle_buffer`, or when the images
-      of `name` have no fixed size.
+    ValueError: on a bad argument, naming it.
   """
-  if batch_size < 1:
-    raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
-  if shuffle_buffer < 0:
-    raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer}.")
-  builder = tfds.builder(name, data_dir=data_dir)
-  image_shape = builder.info.features["image"].shape
-  if None in image_shape:
-    raise ValueError(
-        f"{name} has images of varying size {image_shape}; use a sized config "
-        f"such as '{builder.name}/224'.")
-  ds = builder.as_dataset(
-      split=split,
-      shuffle_files=shuffle_buffer > 0,
-      as_supervised=True,
-      read_config=tfds.ReadConfig(shuffle_seed=seed),
-  )
+  _check_counts(batch_size=batch_size, shuffle_buffer=shuffle_buffer)
+  reader = _Reader(name, split, data_dir, image_size, input_context, training=True, seed=seed)
+  ds = reader.examples(shuffle_files=True)
   if shuffle_buffer:
     ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-  return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+  # One pair of seeds per example for the stateless random ops: repeatable
+  # with a seed whatever the parallelism, different every epoch.
+  seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
+  ds = tf.data.Dataset.zip(ds, seeds).map(
+      reader.augmented, num_parallel_calls=AUTOTUNE, deterministic=seed is not None)
+  ds = ds.batch(reader.batch_size(batch_size), drop_remainder=True)
+  return ds.prefetch(AUTOTUNE)
+
+
+def evaluation_dataset(
+    name: str,
+    *,
+    split: str = "validation",
+    batch_size: int = 64,
+    image_size: int | None = None,
+    data_dir: str | None = None,
+    input_context: tf.distribute.InputContext | None = None,
+) -> tf.data.Dataset:
+  """Batched, prefetched `(images, labels)` for `model.evaluate` and validation.
+
+  No randomness: examples in stored order, each photo (or its crop box, for
+  `full`) centre-cropped to a square and resized to `image_size`. Nothing is
+  dropped: the last batch may be smaller.
+
+  Args: as `training_dataset`, without shuffling and seed.
+
+  Returns:
+    A `tf.data.Dataset` of `(uint8 images (B, S, S, 3), int64 labels (B,))`.
+
+  Raises:
+    ValueError: on a bad argument, naming it.
+  """
+  _check_counts(batch_size=batch_size, shuffle_buffer=0)
+  reader = _Reader(name, split, data_dir, image_size, input_context, training=False, seed=None)
+  ds = reader.examples(shuffle_files=False).map(reader.centred, num_parallel_calls=AUTOTUNE)
+  return ds.batch(reader.batch_size(batch_size)).prefetch(AUTOTUNE)
+
+
+def _check_counts(*, batch_size: int, shuffle_buffer: int) -> None:
+  if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    raise ValueError(f"batch_size must be >= 1, got {batch_size!r}.")
+  if isinstance(shuffle_buffer, bool) or not isinstance(shuffle_buffer, int) or shuffle_buffer < 0:
+    raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer!r}.")
+
+
+class _Reader:
+  """One built config read for the pipeline: examples, and the image maps."""
+
+  def __init__(self, name: str, split: str, data_dir: str | None, image_size: int | None,
+               input_context: tf.distribute.InputContext | None, *, training: bool, seed: int | None):
+    self.builder = tfds.builder(name, data_dir=data_dir)
+    stored = self.builder.info.features["image"].shape[0]
+    if image_size is None and stored is None:
+      raise ValueError(
+          f"{name} stores images at their source size: give image_size (e.g. image_size=224), "
+          f"or use a sized config such as '{self.builder.name}/224'.")
+    if image_size is not None and (isinstance(image_size, bool) or not isinstance(image_size, int)
+                                   or not 16 <= image_size <= 4096):
+      raise ValueError(f"image_size must be an integer from 16 to 4096, got {image_size!r}.")
+    self.name, self.split, self.training, self.seed = name, split, training, seed
+    self.stored_size: int | None = stored
+    self.size: int = image_size or stored
+    self.input_context = input_context
+    self.has_box = "bbox" in self.builder.info.features
+
+  def batch_size(self, global_batch_size: int) -> int:
+    if self.input_context is None:
+      return global_batch_size
+    per_worker: int = self.input_context.get_per_replica_batch_size(global_batch_size)
+    return per_worker
+
+  def examples(self, *, shuffle_files: bool) -> tf.data.Dataset:
+    """Encoded examples of this worker's part of the split."""
+    context = self.input_context
+    workers = context.num_input_pipelines if context else 1
+    shards = len(self.builder.info.splits[self.split].file_instructions)
+    by_file = workers > 1 and shards >= workers  # TFDS gives each worker whole files.
+    read_config = tfds.ReadConfig(
+        shuffle_seed=self.seed, try_autocache=False, input_context=context if by_file else None)
+    ds = self.builder.as_dataset(
+        split=self.split,
+        shuffle_files=shuffle_files and (workers == 1 or by_file),
+        read_config=read_config,
+        decoders={"image": tfds.decode.SkipDecoding()},
+    )
+    if workers > 1 and not by_file:  # Fewer files than workers: every n-th example.
+      assert context is not None
+      ds = ds.shard(context.num_input_pipelines, context.input_pipeline_id)
+    return ds
+
+  def _box(self, example: dict[str, Any]) -> tf.Tensor:
+    """The crop box (ymin, xmin, ymax, xmax), or the whole photo."""
+    if not self.has_box:
+      return tf.constant([0.0, 0.0, 1.0, 1.0])
+    return tf.where(example["has_bbox"], example["bbox"], tf.constant([0.0, 0.0, 1.0, 1.0]))
+
+  def _resized(self, image: tf.Tensor) -> tf.Tensor:
+    resized = tf.image.resize(image, (self.size, self.size), antialias=True)
+    return tf.cast(tf.clip_by_value(tf.round(resized), 0, 255), tf.uint8)
+
+  def augmented(self, example: dict[str, Any], seeds: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """Training: a random crop containing the box (`full`), a random flip."""
+    encoded = example["image"]
+    if self.stored_size is None:
+      shape = tf.io.extract_jpeg_shape(encoded)
+      box = self._box(example)
+      covered = MIN_COVERED_WITHOUT_BOX if not self.has_box else tf.where(
+          example["has_bbox"], 1.0, MIN_COVERED_WITHOUT_BOX)
+      begin, crop_size, _ = tf.image.stateless_sample_distorted_bounding_box(
+          shape, bounding_boxes=box[None, None, :], seed=seeds, min_object_covered=covered,
+          aspect_ratio_range=CROP_ASPECT, area_range=CROP_AREA, max_attempts=CROP_ATTEMPTS,
+          use_image_if_no_bounding_boxes=True)
+      window = tf.stack([begin[0], begin[1], crop_size[0], crop_size[1]])
+      image = tf.io.decode_and_crop_jpeg(encoded, window, channels=3)
+    else:
+      image = tf.io.decode_jpeg(encoded, channels=3)
+    image = tf.image.stateless_random_flip_left_right(image, seed=tf.reverse(seeds, [0]))
+    if self.stored_size != self.size:
+      image = self._resized(image)
+    return tf.ensure_shape(image, (self.size, self.size, 3)), example["label"]
+
+  def centred(self, example: dict[str, Any]) -> tuple[tf.Tensor, tf.Tensor]:
+    """Evaluation: the centre square of the crop box (or photo), resized."""
+    encoded = example["image"]
+    if self.stored_size is None:
+      shape = tf.cast(tf.io.extract_jpeg_shape(encoded)[:2], tf.float32)
+      box = self._box(example)
+      top, left = box[0] * shape[0], box[1] * shape[1]
+      height, width = (box[2] - box[0]) * shape[0], (box[3] - box[1]) * shape[1]
+      side = tf.maximum(tf.floor(tf.minimum(height, width)), 1.0)
+      top = tf.minimum(tf.floor(top + (height - side) / 2), shape[0] - side)
+      left = tf.minimum(tf.floor(left + (width - side) / 2), shape[1] - side)
+      window = tf.cast(tf.stack([top, left, side, side]), tf.int32)
+      image = tf.io.decode_and_crop_jpeg(encoded, window, channels=3)
+    else:
+      image = tf.io.decode_jpeg(encoded, channels=3)
+    if self.stored_size != self.size:
+      image = self._resized(image)
+    return tf.ensure_shape(image, (self.size, self.size, 3)), example["label"]
