@@ -20,8 +20,8 @@ The tf.data choices, in one place:
 * the source files are read in a shuffled order (training only), then
   examples are shuffled in a buffer of encoded bytes, not of decoded images;
 * decoding and augmentation run with `num_parallel_calls=AUTOTUNE`, in any
-  order (`deterministic=False`) for training without a seed, in order
-  otherwise; evaluation keeps the stored order and drops nothing;
+  order (`deterministic=False`) for shuffled training without a seed, in
+  order otherwise; evaluation keeps the stored order and drops nothing;
 * nothing is cached (TFDS's automatic cache, which holds decoded images, is
   off): TFRecords are read faster than a model trains;
 * training batches drop the remainder, so every batch has the same shape;
@@ -81,8 +81,9 @@ def training_dataset(
     image_size: the side S of the square images; default the stored size.
       Required for `full` configs.
     data_dir: where the dataset was built; TFDS's default when None.
-    shuffle_buffer: encoded examples held for shuffling, >= 0; 0 reads the
-      stored order (files and random crops are still shuffled and random).
+    shuffle_buffer: encoded examples held for shuffling, >= 0; 0 keeps the
+      stored order of the examples in each file (files are still read in a
+      shuffled order, crops and flips still random).
     seed: makes the example order and the augmentation repeatable (and the
       parallel decoding ordered); each epoch still differs from the last.
     input_context: from `tf.distribute.Strategy.distribute_datasets_from_function`;
@@ -104,7 +105,7 @@ def training_dataset(
   # with a seed whatever the parallelism, different every epoch.
   seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
   ds = tf.data.Dataset.zip(ds, seeds).map(
-      reader.augmented, num_parallel_calls=AUTOTUNE, deterministic=seed is not None)
+      reader.augmented, num_parallel_calls=AUTOTUNE, deterministic=seed is not None or not shuffle_buffer)
   ds = ds.batch(reader.batch_size(batch_size), drop_remainder=True)
   return ds.prefetch(AUTOTUNE)
 
@@ -136,6 +137,31 @@ def evaluation_dataset(
   reader = _Reader(name, split, data_dir, image_size, input_context, training=False, seed=None)
   ds = reader.examples(shuffle_files=False).map(reader.centred, num_parallel_calls=AUTOTUNE)
   return ds.batch(reader.batch_size(batch_size)).prefetch(AUTOTUNE)
+
+
+def random_crop_window(shape: tf.Tensor, box: tf.Tensor, has_box: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+  """An Inception-style crop `[top, left, height, width]` in pixels of an
+  image of `shape` (height, width, channels): the whole relative `box`
+  (ymin, xmin, ymax, xmax) inside it when `has_box`, else any crop covering a
+  tenth of the image. Falls back to the whole image when no sample fits."""
+  covered = tf.where(has_box, 1.0, MIN_COVERED_WITHOUT_BOX)
+  begin, size, _ = tf.image.stateless_sample_distorted_bounding_box(
+      shape, bounding_boxes=tf.reshape(box, (1, 1, 4)), seed=seed, min_object_covered=covered,
+      aspect_ratio_range=CROP_ASPECT, area_range=CROP_AREA, max_attempts=CROP_ATTEMPTS,
+      use_image_if_no_bounding_boxes=True)
+  return tf.stack([begin[0], begin[1], size[0], size[1]])
+
+
+def centre_window(shape: tf.Tensor, box: tf.Tensor) -> tf.Tensor:
+  """The centre square of the relative `box`, as `[top, left, side, side]` in
+  pixels of an image of `shape`."""
+  height_width = tf.cast(shape[:2], tf.float32)
+  top, left = box[0] * height_width[0], box[1] * height_width[1]
+  height, width = (box[2] - box[0]) * height_width[0], (box[3] - box[1]) * height_width[1]
+  side = tf.maximum(tf.floor(tf.minimum(height, width)), 1.0)
+  top = tf.minimum(tf.floor(top + (height - side) / 2), height_width[0] - side)
+  left = tf.minimum(tf.floor(left + (width - side) / 2), height_width[1] - side)
+  return tf.cast(tf.stack([top, left, side, side]), tf.int32)
 
 
 def _check_counts(*, batch_size: int, shuffle_buffer: int) -> None:
@@ -204,15 +230,8 @@ class _Reader:
     """Training: a random crop containing the box (`full`), a random flip."""
     encoded = example["image"]
     if self.stored_size is None:
-      shape = tf.io.extract_jpeg_shape(encoded)
-      box = self._box(example)
-      covered = MIN_COVERED_WITHOUT_BOX if not self.has_box else tf.where(
-          example["has_bbox"], 1.0, MIN_COVERED_WITHOUT_BOX)
-      begin, crop_size, _ = tf.image.stateless_sample_distorted_bounding_box(
-          shape, bounding_boxes=box[None, None, :], seed=seeds, min_object_covered=covered,
-          aspect_ratio_range=CROP_ASPECT, area_range=CROP_AREA, max_attempts=CROP_ATTEMPTS,
-          use_image_if_no_bounding_boxes=True)
-      window = tf.stack([begin[0], begin[1], crop_size[0], crop_size[1]])
+      has_box = example["has_bbox"] if self.has_box else tf.constant(False)
+      window = random_crop_window(tf.io.extract_jpeg_shape(encoded), self._box(example), has_box, seeds)
       image = tf.io.decode_and_crop_jpeg(encoded, window, channels=3)
     else:
       image = tf.io.decode_jpeg(encoded, channels=3)
@@ -225,14 +244,7 @@ class _Reader:
     """Evaluation: the centre square of the crop box (or photo), resized."""
     encoded = example["image"]
     if self.stored_size is None:
-      shape = tf.cast(tf.io.extract_jpeg_shape(encoded)[:2], tf.float32)
-      box = self._box(example)
-      top, left = box[0] * shape[0], box[1] * shape[1]
-      height, width = (box[2] - box[0]) * shape[0], (box[3] - box[1]) * shape[1]
-      side = tf.maximum(tf.floor(tf.minimum(height, width)), 1.0)
-      top = tf.minimum(tf.floor(top + (height - side) / 2), shape[0] - side)
-      left = tf.minimum(tf.floor(left + (width - side) / 2), shape[1] - side)
-      window = tf.cast(tf.stack([top, left, side, side]), tf.int32)
+      window = centre_window(tf.io.extract_jpeg_shape(encoded), self._box(example))
       image = tf.io.decode_and_crop_jpeg(encoded, window, channels=3)
     else:
       image = tf.io.decode_jpeg(encoded, channels=3)

@@ -13,6 +13,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 import flowers_dataset
+import korean_food
 from photo_datasets import pipeline
 from photo_datasets.testing import build
 
@@ -81,3 +82,135 @@ def test_bad_arguments_are_named(data_dir, kwargs, message):
 def test_full_config_is_refused_with_the_sized_alternative(data_dir):
   with pytest.raises(ValueError, match="flowers_dataset/224"):
     pipeline.training_dataset("flowers_dataset/full", data_dir=data_dir)
+
+
+# ---------------------------------------------------------------------------
+# Both configs of korean_food (crop boxes), evaluation, workers, scaling.
+
+KFOOD_SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
+
+
+@pytest.fixture(scope="module")
+def kfood_dir(tmp_path_factory) -> str:
+  data_dir = tmp_path_factory.mktemp("kfood_pipeline")
+  for config in ("64", "full"):
+    build(f"korean_food/{config}", data_dir, KFOOD_SAMPLE)
+  return os.fspath(data_dir)
+
+
+def _images(ds) -> list[bytes]:
+  return [image.tobytes() for images, _ in ds for image in images.numpy()]
+
+
+@pytest.mark.parametrize("name, image_size", [
+    ("korean_food/64", None), ("korean_food/64", 48), ("korean_food/full", 96)])
+def test_training_and_evaluation_batches_have_fixed_uint8_shapes(kfood_dir, name, image_size):
+  size = image_size or 64
+  train = pipeline.training_dataset(name, batch_size=8, image_size=image_size, data_dir=kfood_dir, seed=3)
+  assert train.element_spec[0].shape.as_list() == [8, size, size, 3]
+  for images, labels in train:
+    assert images.dtype == tf.uint8 and images.shape == (8, size, size, 3)
+    assert labels.dtype == tf.int64 and labels.shape == (8,)
+  evaluation = pipeline.evaluation_dataset(name, split="train", batch_size=8, image_size=image_size,
+                                           data_dir=kfood_dir)
+  sizes = [int(images.shape[0]) for images, _ in evaluation]
+  assert sum(sizes) == 33 and sizes[-1] == 33 % 8  # nothing dropped
+  assert evaluation.element_spec[0].shape.as_list() == [None, size, size, 3]
+
+
+def test_a_seed_repeats_the_epochs_exactly_and_another_seed_differs(kfood_dir):
+  def epochs(seed):
+    ds = pipeline.training_dataset("korean_food/full", batch_size=8, image_size=64, data_dir=kfood_dir, seed=seed)
+    return _images(ds), _images(ds)
+
+  first, second = epochs(7)
+  assert epochs(7) == (first, second)
+  assert first != second  # each epoch reshuffles and crops anew
+  assert epochs(8)[0] != first
+
+
+def test_evaluation_is_the_stored_order_every_time(kfood_dir):
+  ds = pipeline.evaluation_dataset("korean_food/64", split="train", batch_size=8, data_dir=kfood_dir)
+  stored = tfds.load("korean_food/64", split="train", data_dir=kfood_dir, as_supervised=True)
+  assert _epoch_labels(ds) == [int(label) for _, label in stored]
+  assert _images(ds) == _images(ds)
+  assert _images(ds) == [image.numpy().tobytes() for image, _ in stored]
+
+
+def test_evaluation_of_full_is_the_centre_square_of_the_crop_box(kfood_dir):
+  builder = tfds.builder("korean_food/full", data_dir=kfood_dir)
+  examples = list(tfds.as_numpy(builder.as_dataset(split="train")))
+  boxed = [ex for ex in examples if ex["has_bbox"]]
+  assert boxed
+  ds = pipeline.evaluation_dataset("korean_food/full", split="train", batch_size=64, image_size=32,
+                                   data_dir=kfood_dir)
+  (images, _), = list(ds)
+  for example, image in zip(examples, images.numpy(), strict=True):
+    pixels = example["image"]
+    height, width = pixels.shape[:2]
+    ymin, xmin, ymax, xmax = example["bbox"] if example["has_bbox"] else (0, 0, 1, 1)
+    box = pixels[int(ymin * height):int(np.ceil(ymax * height)), int(xmin * width):int(np.ceil(xmax * width))]
+    side = min(box.shape[:2])
+    top, left = (box.shape[0] - side) // 2, (box.shape[1] - side) // 2
+    expected = tf.image.resize(box[top:top + side, left:left + side], (32, 32), antialias=True).numpy()
+    assert np.abs(image.astype(float) - expected).mean() < 8, example["file_name"]
+
+
+def test_random_crops_stay_inside_the_image_and_contain_the_box():
+  shape = tf.constant([300, 400, 3])
+  box = tf.constant([0.3, 0.4, 0.6, 0.7])  # pixels: rows 90..180, columns 160..280
+  sizes = set()
+  for seed in range(200):
+    window = pipeline.random_crop_window(shape, box, tf.constant(True), tf.constant([seed, 1]))
+    top, left, height, width = window.numpy()
+    assert top >= 0 and left >= 0 and top + height <= 300 and left + width <= 400
+    assert top <= 90 and left <= 160 and top + height >= 180 and left + width >= 280, (top, left, height, width)
+    sizes.add((height, width))
+  assert len(sizes) > 20  # really random
+  for seed in range(50):  # without a box: any crop, inside the image
+    top, left, height, width = pipeline.random_crop_window(
+        shape, box, tf.constant(False), tf.constant([seed, 2])).numpy()
+    assert top >= 0 and left >= 0 and top + height <= 300 and left + width <= 400
+
+
+@pytest.mark.parametrize("num_shards", [1, 2])
+def test_two_workers_get_disjoint_parts_that_cover_the_split(tmp_path, num_shards):
+  """One file: every other example each; two files: one whole file each."""
+  data_dir = tmp_path / "data"
+  builder = tfds.builder("korean_food/64", data_dir=os.fspath(data_dir))
+  builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+      manual_dir=os.fspath(KFOOD_SAMPLE), num_shards=num_shards))
+  everything = sorted(_images(pipeline.evaluation_dataset(
+      "korean_food/64", split="train", batch_size=4, data_dir=os.fspath(data_dir))))
+  parts = []
+  for worker in range(2):
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=worker, num_replicas_in_sync=2)
+    evaluation = pipeline.evaluation_dataset("korean_food/64", split="train", batch_size=4,
+                                             data_dir=os.fspath(data_dir), input_context=context)
+    parts.append(_images(evaluation))
+    training = pipeline.training_dataset("korean_food/64", batch_size=4, data_dir=os.fspath(data_dir),
+                                         input_context=context, seed=worker)
+    assert next(iter(training))[0].shape == (2, 64, 64, 3)  # its share of the global batch
+  assert parts[0] and parts[1]
+  assert not set(parts[0]) & set(parts[1])
+  assert sorted(parts[0] + parts[1]) == everything
+
+
+def test_rescaling_layer_maps_uint8_to_the_range_asked():
+  pixels = tf.constant([[0, 51, 255]], tf.uint8)
+  np.testing.assert_allclose(pipeline.rescaling_layer()(pixels).numpy(), [[0.0, 0.2, 1.0]], atol=1e-6)
+  np.testing.assert_allclose(pipeline.rescaling_layer((-1, 1))(pixels).numpy(), [[-1.0, -0.6, 1.0]], atol=1e-6)
+  with pytest.raises(ValueError, match=r"value_range must be \(low, high\) with high > low, got \(1, 0\)"):
+    pipeline.rescaling_layer((1, 0))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda d: pipeline.evaluation_dataset("korean_food/full", data_dir=d), "give image_size"),
+    (lambda d: pipeline.training_dataset("korean_food/64", image_size=8, data_dir=d),
+     "image_size must be an integer from 16 to 4096, got 8"),
+    (lambda d: pipeline.evaluation_dataset("korean_food/64", batch_size=0, data_dir=d),
+     "batch_size must be >= 1, got 0"),
+])
+def test_more_bad_arguments_are_named(kfood_dir, call, message):
+  with pytest.raises(ValueError, match=message):
+    call(kfood_dir)
