@@ -1,0 +1,354 @@
+"""Train a small Keras classifier on a built config: an example of the input pipeline at work.
+
+  python -m photo_datasets.train korean_food/224 [--data_dir DIR] [--epochs 5] [--batch_size 64]
+  python -m photo_datasets.train flowers_dataset/full --image_size 160 [--model mobilenet_v3_small]
+
+Trains on `train` (`pipeline.training_dataset`), validates every epoch on
+`validation` and evaluates on `test` at the end (`pipeline.evaluation_dataset`);
+a split the build left out (a small sample may lack one) is skipped with a note.
+Writes into --out_dir (default `train_out/<name>`): `model.keras`,
+`history.json` (per-epoch metrics, training speed, test metrics), `history.png`
+(the curves) and `classes.json` (label id -> class names).
+
+Models are built with `weights=None`: nothing is downloaded. Images enter the
+model as uint8 and become floats in its first layer, on the accelerator. With a
+GPU visible, `--mixed_precision auto` computes in float16, the softmax in float32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import importlib
+import json
+import pathlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import keras
+import tensorflow as tf
+import tensorflow_datasets as tfds
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from photo_datasets import pipeline
+
+MODELS = ("small", "mobilenet_v3_small")
+MIXED_PRECISION = ("auto", "on", "off")
+# Packages of this project that register a builder when imported; any other
+# dataset must be registered already or be readable from its data_dir.
+DATASET_PACKAGES = ("flowers_dataset", "korean_food")
+
+
+class TrainError(ValueError):
+  """A bad request (unbuilt config, missing image size, empty train split):
+  the command line reports it as a usage error."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainResult:
+  """What a run produced and where it went."""
+
+  name: str
+  out_dir: pathlib.Path
+  model_path: pathlib.Path
+  history_path: pathlib.Path
+  plot_path: pathlib.Path
+  classes_path: pathlib.Path
+  history: dict[str, list[float]]  # Keras's: loss, accuracy, val_loss, val_accuracy per epoch.
+  test: dict[str, float] | None  # loss and accuracy on `test`; None when the split is missing.
+  train_images_per_second: float  # Without the run's first batch (graph tracing) when there are more.
+  train_images: int  # Images seen in one epoch (the last incomplete batch is dropped).
+  batch_size: int  # As used: no more than the train split holds.
+  dtype_policy: str  # "float32" or "mixed_float16".
+  skipped_splits: tuple[str, ...]
+
+
+def train(
+    name: str,
+    *,
+    data_dir: str | None = None,
+    out_dir: str | pathlib.Path | None = None,
+    epochs: int = 5,
+    batch_size: int = 64,
+    image_size: int | None = None,
+    learning_rate: float = 1e-3,
+    seed: int | None = None,
+    mixed_precision: str = "auto",
+    model: str = "small",
+    verbose: int = 2,
+) -> TrainResult:
+  """Trains `model` on the built config `name` and saves it with its history.
+
+  Arguments as the command line's options. A `seed` also seeds Keras's global
+  random generators (initial weights), as `keras.utils.set_random_seed` does.
+
+  Raises:
+    TrainError: the request cannot run (names the option to change).
+  """
+  if epochs < 1:
+    raise TrainError(f"--epochs must be >= 1, got {epochs}.")
+  if batch_size < 1:
+    raise TrainError(f"--batch_size must be >= 1, got {batch_size}.")
+  if model not in MODELS:
+    raise TrainError(f"--model must be one of {', '.join(MODELS)}, got {model!r}.")
+  if mixed_precision not in MIXED_PRECISION:
+    raise TrainError(f"--mixed_precision must be one of {', '.join(MIXED_PRECISION)}, got {mixed_precision!r}.")
+  info = _built_info(name, data_dir)
+  stored_size: int | None = info.features["image"].shape[0]
+  if image_size is not None:
+    size = image_size
+  elif stored_size is not None:
+    size = stored_size
+  else:
+    raise TrainError(f"{name} stores images at their source size: give --image_size (e.g. --image_size 224), "
+                     f"or train on a sized config such as {name.split('/')[0]}/224.")
+  splits = {split: split_info.num_examples for split, split_info in info.splits.items() if split_info.num_examples}
+  if "train" not in splits:
+    raise TrainError(f"{name} in {data_dir or 'the default data dir'} has no train split to train on.")
+  skipped = tuple(split for split in ("validation", "test") if split not in splits)
+  for split in skipped:
+    print(f"note: {name} has no {split} split (the build left it out): "
+          + ("no validation during training." if split == "validation" else "no final test."))
+  if batch_size > splits["train"]:
+    print(f"note: --batch_size {batch_size} is more than the {splits['train']} train images: "
+          f"using {splits['train']}.")
+    batch_size = splits["train"]
+
+  try:  # The pipeline checks the rest (image_size range) and names the argument.
+    train_ds = pipeline.training_dataset(name, batch_size=batch_size, image_size=size, data_dir=data_dir, seed=seed)
+    validation_ds, test_ds = (
+        None if split in skipped else
+        pipeline.evaluation_dataset(name, split=split, batch_size=batch_size, image_size=size, data_dir=data_dir)
+        for split in ("validation", "test"))
+  except ValueError as e:
+    raise TrainError(str(e)) from e
+
+  out = pathlib.Path(out_dir if out_dir is not None else default_out_dir(name))
+  out.mkdir(parents=True, exist_ok=True)
+  if seed is not None:
+    keras.utils.set_random_seed(seed)
+  policy = dtype_policy(mixed_precision)
+  num_classes: int = info.features["label"].num_classes
+  with global_dtype_policy(policy):
+    classifier = build_model(model, num_classes, size)
+    classifier.compile(optimizer=keras.optimizers.Adam(learning_rate),
+                       loss=keras.losses.SparseCategoricalCrossentropy(), metrics=["accuracy"])
+    speed = _Speed(batch_size)
+    fit = classifier.fit(train_ds, validation_data=validation_ds, epochs=epochs, callbacks=[speed], verbose=verbose,
+                         shuffle=False)  # The pipeline shuffles.
+    test = None
+    if test_ds is not None:
+      scores = classifier.evaluate(test_ds, return_dict=True, verbose=verbose)
+      test = {key: float(value) for key, value in scores.items()}
+
+  history = {key: [float(value) for value in values] for key, values in fit.history.items()}
+  result = TrainResult(
+      name=name, out_dir=out, model_path=out / "model.keras", history_path=out / "history.json",
+      plot_path=out / "history.png", classes_path=out / "classes.json", history=history, test=test,
+      train_images_per_second=speed.images_per_second(), train_images=speed.images_per_epoch(), batch_size=batch_size,
+      dtype_policy=policy, skipped_splits=skipped)
+  classifier.save(result.model_path)
+  result.history_path.write_text(json.dumps({
+      "name": name,
+      "settings": {"data_dir": data_dir, "epochs": epochs, "batch_size": batch_size, "image_size": size,
+                   "learning_rate": learning_rate, "seed": seed, "model": model, "dtype_policy": policy},
+      "history": history,
+      "train_images_per_epoch": result.train_images,
+      "train_images_per_second": result.train_images_per_second,  # Without the first batch (graph tracing).
+      "epoch_train_images_per_second": speed.rates(),  # Every batch, tracing included.
+      "test": test,
+      "skipped_splits": list(skipped),
+  }, indent=2) + "\n", encoding="utf-8")
+  plot_history(history, result.plot_path, title=f"{name}, {model}, {size}x{size}")
+  result.classes_path.write_text(
+      json.dumps(class_table(info), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+  return result
+
+
+def default_out_dir(name: str) -> pathlib.Path:
+  return pathlib.Path("train_out") / name.replace("/", "_")
+
+
+def dtype_policy(mixed_precision: str) -> str:
+  """float16 compute pays on GPUs (tensor cores); on CPUs it is slower, so
+  `auto` uses it only where TensorFlow sees a GPU."""
+  if mixed_precision == "auto":
+    return "mixed_float16" if tf.config.list_physical_devices("GPU") else "float32"
+  return "mixed_float16" if mixed_precision == "on" else "float32"
+
+
+@contextlib.contextmanager
+def global_dtype_policy(policy: str) -> Iterator[None]:
+  """Keras's dtype policy is global (applications read it): set it for one
+  model only, so a caller's later models are not changed behind its back."""
+  before = keras.mixed_precision.global_policy()
+  keras.mixed_precision.set_global_policy(policy)
+  try:
+    yield
+  finally:
+    keras.mixed_precision.set_global_policy(before)
+
+
+def build_model(kind: str, num_classes: int, image_size: int) -> keras.Model:
+  """uint8 (B, S, S, 3) in, class probabilities out, under the global dtype
+  policy; the softmax is float32 so mixed precision keeps a stable output and loss."""
+  inputs = keras.Input((image_size, image_size, 3), dtype="uint8", name="image")
+  if kind == "small":  # A few strided convolutions: seconds per epoch on the samples, on 2 CPU cores.
+    x = pipeline.rescaling_layer((0.0, 1.0))(inputs)
+    for filters in (16, 32, 64):
+      x = keras.layers.Conv2D(filters, 3, strides=2, padding="same", use_bias=False)(x)
+      x = keras.layers.BatchNormalization()(x)
+      x = keras.layers.ReLU()(x)
+    x = keras.layers.GlobalAveragePooling2D()(x)
+  elif kind == "mobilenet_v3_small":
+    x = pipeline.rescaling_layer((-1.0, 1.0))(inputs)  # What MobileNetV3 expects without its own preprocessing.
+    backbone = keras.applications.MobileNetV3Small(
+        input_shape=(image_size, image_size, 3), include_top=False, weights=None, pooling="avg",
+        include_preprocessing=False)
+    x = keras.layers.Dropout(0.2)(backbone(x))
+  else:
+    raise TrainError(f"--model must be one of {', '.join(MODELS)}, got {kind!r}.")
+  x = keras.layers.Dense(num_classes, name="logits")(x)
+  outputs = keras.layers.Activation("softmax", dtype="float32", name="probabilities")(x)
+  return keras.Model(inputs, outputs, name=f"{kind}_classifier")
+
+
+def class_table(info: Any) -> dict[str, dict[str, str]]:
+  """label id -> {"name"}, and for korean_food its "english_name" too."""
+  names: list[str] = info.features["label"].names
+  table = {str(label): {"name": name} for label, name in enumerate(names)}
+  if info.name == "korean_food":
+    import korean_food  # Only here: other datasets must not need it.
+
+    classes = korean_food.food_classes()
+    if [c.name for c in classes] == names:
+      for c in classes:
+        table[str(c.index)]["english_name"] = c.english_name
+    else:
+      print("note: the class names of this build are not those of korean_food.food_classes(): no English names.")
+  return table
+
+
+def plot_history(history: dict[str, list[float]], path: pathlib.Path, title: str) -> None:
+  """Loss and accuracy per epoch, train and validation, as a PNG (Agg: no display needed)."""
+  figure = Figure(figsize=(10, 4), layout="constrained")
+  FigureCanvasAgg(figure)
+  figure.suptitle(title)
+  for axes, metric in zip(figure.subplots(1, 2), ("loss", "accuracy"), strict=True):
+    for key, label in ((metric, "train"), (f"val_{metric}", "validation")):
+      if key in history:
+        values = history[key]
+        axes.plot(range(1, len(values) + 1), values, marker="o", label=label)
+    axes.set(xlabel="epoch", ylabel=metric, title=metric)
+    axes.xaxis.get_major_locator().set_params(integer=True)
+    axes.legend()
+  figure.savefig(path, dpi=100)
+
+
+def _built_info(name: str, data_dir: str | None) -> Any:
+  """The info of a built config; TrainError when it is not built there."""
+  package = name.split("/")[0].split(":")[0]
+  if package in DATASET_PACKAGES:
+    importlib.import_module(package)  # Registers the builder.
+  try:
+    builder = tfds.builder(name, data_dir=data_dir)
+  except Exception as e:  # TFDS raises several kinds (unknown name, config, version).
+    raise TrainError(f"cannot open {name}: {e}") from e
+  if not builder.is_prepared():
+    raise TrainError(f"{name} is not built in {builder.data_dir}: build it first "
+                     f"(tfds build {package} --config {name.split('/')[-1]} ...) or give its --data_dir.")
+  return builder.info
+
+
+class _Speed(keras.callbacks.Callback):  # type: ignore[misc]  # keras ships no types.
+  """Training images per second, validation excluded."""
+
+  def __init__(self, batch_size: int):
+    super().__init__()
+    self.batch_size = batch_size
+    self.epochs: list[tuple[int, float]] = []  # (batches, seconds) per epoch.
+    self.first_batch_seconds: float | None = None  # The first batch of the run, which traces the graph.
+    self._start = self._last = 0.0
+    self._batches = 0
+
+  def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+    self._start = self._last = time.perf_counter()
+    self._batches = 0
+
+  def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+    self._last = time.perf_counter()
+    self._batches += 1
+    if self.first_batch_seconds is None:
+      self.first_batch_seconds = self._last - self._start
+
+  def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+    self.epochs.append((self._batches, self._last - self._start))
+
+  def rates(self) -> list[float]:
+    """Per epoch, all batches (the first epoch's include the graph tracing)."""
+    return [batches * self.batch_size / seconds if seconds > 0 else 0.0 for batches, seconds in self.epochs]
+
+  def images_per_epoch(self) -> int:
+    return self.epochs[-1][0] * self.batch_size if self.epochs else 0
+
+  def images_per_second(self) -> float:
+    """Over the whole run without its first batch (graph tracing), unless that was the only one."""
+    batches = sum(b for b, _ in self.epochs)
+    seconds = sum(s for _, s in self.epochs)
+    if batches > 1 and self.first_batch_seconds is not None:
+      batches, seconds = batches - 1, seconds - self.first_batch_seconds
+    return batches * self.batch_size / seconds if seconds > 0 else 0.0
+
+
+def summary(result: TrainResult) -> str:
+  """A few lines: speed, accuracies, files."""
+  batches = len(result.history["loss"]) * result.train_images // result.batch_size
+  traced = " (one batch: graph tracing included)" if batches <= 1 else " (first batch, graph tracing, left out)"
+  lines = [f"{result.name}: {result.train_images} training images per epoch, "
+           f"{result.train_images_per_second:.0f} images/s{traced}, {result.dtype_policy}"]
+  accuracies = [f"train {result.history['accuracy'][-1]:.3f}"]
+  if "val_accuracy" in result.history:
+    accuracies.append(f"validation {result.history['val_accuracy'][-1]:.3f}")
+  if result.test is not None:
+    accuracies.append(f"test {result.test['accuracy']:.3f}")
+  lines.append("  final accuracy: " + ", ".join(accuracies))
+  if result.skipped_splits:
+    lines.append("  splits left out by the build: " + ", ".join(result.skipped_splits))
+  lines.append(f"  saved in {result.out_dir}: {result.model_path.name}, {result.history_path.name}, "
+               f"{result.plot_path.name} (curves), {result.classes_path.name}")
+  return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> TrainResult:
+  parser = argparse.ArgumentParser(prog="python -m photo_datasets.train", description=__doc__.splitlines()[0],
+                                   formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+  parser.add_argument("name", help="a built config, e.g. korean_food/224 or flowers_dataset/full")
+  parser.add_argument("--data_dir", help="where the config was built (TFDS's default when not given)")
+  parser.add_argument("--out_dir", help="where to write the results (default train_out/<name>)")
+  parser.add_argument("--epochs", type=int, default=5)
+  parser.add_argument("--batch_size", type=int, default=64)
+  parser.add_argument("--image_size", type=int,
+                      help="side of the square images; default the stored size; required for full configs")
+  parser.add_argument("--learning_rate", type=float, default=1e-3)
+  parser.add_argument("--seed", type=int, help="repeatable example order, augmentation and initial weights")
+  parser.add_argument("--mixed_precision", choices=MIXED_PRECISION, default="auto",
+                      help="auto: mixed_float16 when TensorFlow sees a GPU")
+  parser.add_argument("--model", choices=MODELS, default="small")
+  parser.add_argument("--quiet", action="store_true", help="no per-epoch progress lines")
+  args = parser.parse_args(argv)
+  try:
+    result = train(args.name, data_dir=args.data_dir, out_dir=args.out_dir, epochs=args.epochs,
+                   batch_size=args.batch_size, image_size=args.image_size, learning_rate=args.learning_rate,
+                   seed=args.seed, mixed_precision=args.mixed_precision, model=args.model,
+                   verbose=0 if args.quiet else 2)
+  except TrainError as e:
+    parser.error(str(e))
+  print(summary(result))
+  return result
+
+
+if __name__ == "__main__":
+  main()
