@@ -1,0 +1,43 @@
+"""`scripts/loader_benchmark.py`: a tiny run of every loader, in-process."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+
+from photo_datasets import testing
+
+SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "loader_benchmark.py"
+# Small photos in 3 classes of 2 groups, as an extracted kfood tree.
+FOLDERS = ("구이/갈비구이", "구이/갈치구이", "찌개/김치찌개")
+
+
+def _script():
+  spec = importlib.util.spec_from_file_location("loader_benchmark", SCRIPT)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def test_every_loader_delivers_images_and_the_chart_is_written(tmp_path):
+  files = {f"kfood/{FOLDERS[i % 3]}/Img_{i:03d}.jpg": testing.jpeg(i, (200 + 8 * i, 150))
+           for i in range(24)}
+  files["kfood/구이/bad.jpg"] = b"not a photo"
+  testing.write_tree(tmp_path / "photos", files)
+  out_json, out_png = tmp_path / "out.json", tmp_path / "out.png"
+
+  _script().main(["--photos", str(tmp_path / "photos"), "--images", "30", "--repeats", "1",
+                  "--batch_size", "8", "--workdir", str(tmp_path / "work"),
+                  "--json", str(out_json), "--png", str(out_png)])
+
+  report = json.loads(out_json.read_text())
+  assert report["photos"] == 24  # The file that does not decode is left out.
+  assert set(report["loaders"]) == set(report["labels"]) and len(report["loaders"]) == 8
+  for key, row in report["loaders"].items():
+    assert row["median"] > 0, key
+    # Every photo once per epoch; the training pipeline drops the incomplete last batch.
+    assert row["images"] == 24, key
+  assert [t["target"] for t in report["targets"]][0] == "(6 on 224) >= 0.95 x (7)"
+  assert report["machine"]["cores_usable"] >= 1
+  assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
