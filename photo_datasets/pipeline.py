@@ -9,7 +9,8 @@ pipeline moves 4 times fewer bytes than float images.
 * Sized configs (`korean_food/224`) are read as stored; training adds random
   horizontal flips. An `image_size` other than the stored size resizes.
 * `full` configs are read with a fused decode and crop
-  (`tf.image.decode_and_crop_jpeg`: only the crop's pixels are decoded).
+  (`tf.io.decode_and_crop_jpeg`: only the crop's pixels are decoded, at the
+  smallest DCT scale that still gives `image_size` pixels).
   Training samples an Inception-style random crop (8 % to 100 % of the area,
   aspect 3/4 to 4/3) that contains the whole crop box when the photo has one
   (`korean_food`'s `bbox`), flips it and resizes it to `image_size`.
@@ -44,6 +45,7 @@ CROP_ASPECT = (3 / 4, 4 / 3)
 # A photo without a crop box: any crop covering this much of it will do.
 MIN_COVERED_WITHOUT_BOX = 0.1
 CROP_ATTEMPTS = 10
+_DCT_RATIOS = (1, 2, 4, 8)  # The scales libjpeg decodes at directly.
 
 
 
@@ -101,13 +103,26 @@ def training_dataset(
   ds = reader.examples(shuffle_files=True)
   if shuffle_buffer:
     ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-  # One pair of seeds per example for the stateless random ops: repeatable
-  # with a seed whatever the parallelism, different every epoch.
+  # Seeds for the stateless random ops: repeatable with a seed whatever the
+  # parallelism, different every epoch.
   seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
-  ds = tf.data.Dataset.zip(ds, seeds).map(
-      reader.augmented, num_parallel_calls=AUTOTUNE, deterministic=seed is not None or not shuffle_buffer)
-  ds = ds.batch(reader.batch_size(batch_size), drop_remainder=True)
+  deterministic = seed is not None or not shuffle_buffer
+  batch = reader.batch_size(batch_size)
+  if reader.stored_size is None:  # A crop per photo, decoded alone, flipped.
+    ds = tf.data.Dataset.zip(ds, seeds).map(reader.cropped, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+    ds = ds.batch(batch, drop_remainder=True)
+  else:  # Decoded as stored, flipped a batch at a time (cheaper than one by one).
+    ds = ds.map(reader.decoded, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+    ds = ds.batch(batch, drop_remainder=True)
+    ds = tf.data.Dataset.zip(ds, seeds).map(_flipped, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
   return ds.prefetch(AUTOTUNE)
+
+
+def _flipped(batch: tuple[tf.Tensor, tf.Tensor], seed: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+  """Each image of a batch mirrored left-right with probability 1/2."""
+  images, labels = batch
+  mirror = tf.random.stateless_uniform(tf.shape(labels), seed=seed) < 0.5
+  return tf.where(mirror[:, None, None, None], tf.reverse(images, axis=[2]), images), labels
 
 
 def evaluation_dataset(
@@ -222,32 +237,48 @@ class _Reader:
       return tf.constant([0.0, 0.0, 1.0, 1.0])
     return tf.where(example["has_bbox"], example["bbox"], tf.constant([0.0, 0.0, 1.0, 1.0]))
 
-  def _resized(self, image: tf.Tensor) -> tf.Tensor:
-    resized = tf.image.resize(image, (self.size, self.size), antialias=True)
+  def _resized(self, image: tf.Tensor, *, antialias: bool = True) -> tf.Tensor:
+    resized = tf.image.resize(image, (self.size, self.size), antialias=antialias)
     return tf.cast(tf.clip_by_value(tf.round(resized), 0, 255), tf.uint8)
 
-  def augmented(self, example: dict[str, Any], seeds: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """Training: a random crop containing the box (`full`), a random flip."""
+  def _decode_window(self, encoded: tf.Tensor, window: tf.Tensor) -> tf.Tensor:
+    """Decodes only `window` of a stored JPEG, at the smallest DCT scale (1/1,
+    1/2, 1/4, 1/8) that still leaves `self.size` pixels on its shorter side,
+    then resizes it to the square: decoding fewer pixels is the big saving,
+    and a resize of less than 2 times needs no antialiasing."""
+    shorter = tf.minimum(window[2], window[3])
+    steps = tf.reduce_sum(tf.cast(shorter >= self.size * tf.constant(_DCT_RATIOS[1:]), tf.int32))
+
+    def decode_at(ratio: int) -> Any:
+      def decode() -> tf.Tensor:
+        scaled = tf.stack([window[0] // ratio, window[1] // ratio,
+                           tf.maximum(window[2] // ratio, 1), tf.maximum(window[3] // ratio, 1)])
+        return tf.io.decode_and_crop_jpeg(encoded, scaled, channels=3, ratio=ratio)
+      return decode
+
+    image = tf.switch_case(steps, [decode_at(ratio) for ratio in _DCT_RATIOS])
+    return self._resized(image, antialias=False)
+
+  def cropped(self, example: dict[str, Any], seeds: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """Training on `full`: a random crop containing the box, flipped at random."""
     encoded = example["image"]
-    if self.stored_size is None:
-      has_box = example["has_bbox"] if self.has_box else tf.constant(False)
-      window = random_crop_window(tf.io.extract_jpeg_shape(encoded), self._box(example), has_box, seeds)
-      image = tf.io.decode_and_crop_jpeg(encoded, window, channels=3)
-    else:
-      image = tf.io.decode_jpeg(encoded, channels=3)
-    image = tf.image.stateless_random_flip_left_right(image, seed=tf.reverse(seeds, [0]))
+    has_box = example["has_bbox"] if self.has_box else tf.constant(False)
+    window = random_crop_window(tf.io.extract_jpeg_shape(encoded), self._box(example), has_box, seeds)
+    image = tf.image.stateless_random_flip_left_right(self._decode_window(encoded, window),
+                                                      seed=tf.reverse(seeds, [0]))
+    return tf.ensure_shape(image, (self.size, self.size, 3)), example["label"]
+
+  def decoded(self, example: dict[str, Any]) -> tuple[tf.Tensor, tf.Tensor]:
+    """Training on a sized config: the stored image (resized if asked)."""
+    image = tf.io.decode_jpeg(example["image"], channels=3)
     if self.stored_size != self.size:
       image = self._resized(image)
     return tf.ensure_shape(image, (self.size, self.size, 3)), example["label"]
 
   def centred(self, example: dict[str, Any]) -> tuple[tf.Tensor, tf.Tensor]:
     """Evaluation: the centre square of the crop box (or photo), resized."""
+    if self.stored_size is not None:
+      return self.decoded(example)
     encoded = example["image"]
-    if self.stored_size is None:
-      window = centre_window(tf.io.extract_jpeg_shape(encoded), self._box(example))
-      image = tf.io.decode_and_crop_jpeg(encoded, window, channels=3)
-    else:
-      image = tf.io.decode_jpeg(encoded, channels=3)
-    if self.stored_size != self.size:
-      image = self._resized(image)
-    return tf.ensure_shape(image, (self.size, self.size, 3)), example["label"]
+    window = centre_window(tf.io.extract_jpeg_shape(encoded), self._box(example))
+    return tf.ensure_shape(self._decode_window(encoded, window), (self.size, self.size, 3)), example["label"]

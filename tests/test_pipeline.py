@@ -214,3 +214,15 @@ def test_rescaling_layer_maps_uint8_to_the_range_asked():
 def test_more_bad_arguments_are_named(kfood_dir, call, message):
   with pytest.raises(ValueError, match=message):
     call(kfood_dir)
+
+
+def test_sized_training_images_are_the_stored_ones_some_mirrored(kfood_dir):
+  stored = [image.numpy() for image, _ in tfds.load("korean_food/64", split="train", data_dir=kfood_dir,
+                                                    as_supervised=True)]
+  ds = pipeline.training_dataset("korean_food/64", batch_size=11, data_dir=kfood_dir, shuffle_buffer=0, seed=5)
+  seen = [image for images, _ in ds for image in images.numpy()]
+  assert len(seen) == 33
+  mirrored = [not np.array_equal(s, o) for s, o in zip(seen, stored, strict=True)]
+  for image, original, flipped in zip(seen, stored, mirrored, strict=True):
+    np.testing.assert_array_equal(image, original[:, ::-1] if flipped else original)
+  assert 0 < sum(mirrored) < 33
