@@ -108,21 +108,9 @@ def training_dataset(
   seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
   deterministic = seed is not None or not shuffle_buffer
   batch = reader.batch_size(batch_size)
-  if reader.stored_size is None:  # A crop per photo, decoded alone, flipped.
-    ds = tf.data.Dataset.zip(ds, seeds).map(reader.cropped, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
-    ds = ds.batch(batch, drop_remainder=True)
-  else:  # Decoded as stored, flipped a batch at a time (cheaper than one by one).
-    ds = ds.map(reader.decoded, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
-    ds = ds.batch(batch, drop_remainder=True)
-    ds = tf.data.Dataset.zip(ds, seeds).map(_flipped, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
-  return ds.prefetch(AUTOTUNE)
-
-
-def _flipped(batch: tuple[tf.Tensor, tf.Tensor], seed: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-  """Each image of a batch mirrored left-right with probability 1/2."""
-  images, labels = batch
-  mirror = tf.random.stateless_uniform(tf.shape(labels), seed=seed) < 0.5
-  return tf.where(mirror[:, None, None, None], tf.reverse(images, axis=[2]), images), labels
+  augment = reader.cropped if reader.stored_size is None else reader.flipped
+  ds = tf.data.Dataset.zip(ds, seeds).map(augment, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+  return ds.batch(batch, drop_remainder=True).prefetch(AUTOTUNE)
 
 
 def evaluation_dataset(
@@ -269,11 +257,16 @@ class _Reader:
     return tf.ensure_shape(image, (self.size, self.size, 3)), example["label"]
 
   def decoded(self, example: dict[str, Any]) -> tuple[tf.Tensor, tf.Tensor]:
-    """Training on a sized config: the stored image (resized if asked)."""
+    """A sized config's stored image (resized if asked)."""
     image = tf.io.decode_jpeg(example["image"], channels=3)
     if self.stored_size != self.size:
       image = self._resized(image)
     return tf.ensure_shape(image, (self.size, self.size, 3)), example["label"]
+
+  def flipped(self, example: dict[str, Any], seeds: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """Training on a sized config: the stored image, flipped at random."""
+    image, label = self.decoded(example)
+    return tf.image.stateless_random_flip_left_right(image, seed=seeds), label
 
   def centred(self, example: dict[str, Any]) -> tuple[tf.Tensor, tf.Tensor]:
     """Evaluation: the centre square of the crop box (or photo), resized."""
