@@ -33,9 +33,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import keras
 import tensorflow as tf
 import tensorflow_datasets as tfds
+
+from photo_datasets.models import rescaling_layer as rescaling_layer  # Part of this module's API.
 
 AUTOTUNE = tf.data.AUTOTUNE
 # Inception-style crops: the share of the photo's area and the aspect ratios
@@ -47,19 +48,6 @@ MIN_COVERED_WITHOUT_BOX = 0.1
 CROP_ATTEMPTS = 10
 _DCT_RATIOS = (1, 2, 4, 8)  # The scales libjpeg decodes at directly.
 
-
-
-def rescaling_layer(value_range: tuple[float, float] = (0.0, 1.0)) -> keras.layers.Layer:
-  """A Keras layer mapping uint8 pixels 0..255 linearly to `value_range`.
-
-  Put it first in the model, so the conversion to float runs on the
-  accelerator: `(0, 1)` for most models, `(-1, 1)` for MobileNet or
-  EfficientNetV2 built with `include_preprocessing=False`.
-  """
-  low, high = value_range
-  if not high > low:
-    raise ValueError(f"value_range must be (low, high) with high > low, got {value_range!r}.")
-  return keras.layers.Rescaling(scale=(high - low) / 255.0, offset=low)
 
 
 def training_dataset(

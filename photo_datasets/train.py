@@ -34,8 +34,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from photo_datasets import pipeline
+from photo_datasets.models import MODELS, build_model
 
-MODELS = ("small", "mobilenet_v3_small")
 MIXED_PRECISION = ("auto", "on", "off")
 # Packages of this project that register a builder when imported; any other
 # dataset must be registered already or be readable from its data_dir.
@@ -190,30 +190,6 @@ def global_dtype_policy(policy: str) -> Iterator[None]:
     yield
   finally:
     keras.mixed_precision.set_global_policy(before)
-
-
-def build_model(kind: str, num_classes: int, image_size: int) -> keras.Model:
-  """uint8 (B, S, S, 3) in, class probabilities out, under the global dtype
-  policy; the softmax is float32 so mixed precision keeps a stable output and loss."""
-  inputs = keras.Input((image_size, image_size, 3), dtype="uint8", name="image")
-  if kind == "small":  # A few strided convolutions: seconds per epoch on the samples, on 2 CPU cores.
-    x = pipeline.rescaling_layer((0.0, 1.0))(inputs)
-    for filters in (16, 32, 64):
-      x = keras.layers.Conv2D(filters, 3, strides=2, padding="same", use_bias=False)(x)
-      x = keras.layers.BatchNormalization()(x)
-      x = keras.layers.ReLU()(x)
-    x = keras.layers.GlobalAveragePooling2D()(x)
-  elif kind == "mobilenet_v3_small":
-    x = pipeline.rescaling_layer((-1.0, 1.0))(inputs)  # What MobileNetV3 expects without its own preprocessing.
-    backbone = keras.applications.MobileNetV3Small(
-        input_shape=(image_size, image_size, 3), include_top=False, weights=None, pooling="avg",
-        include_preprocessing=False)
-    x = keras.layers.Dropout(0.2)(backbone(x))
-  else:
-    raise TrainError(f"--model must be one of {', '.join(MODELS)}, got {kind!r}.")
-  x = keras.layers.Dense(num_classes, name="logits")(x)
-  outputs = keras.layers.Activation("softmax", dtype="float32", name="probabilities")(x)
-  return keras.Model(inputs, outputs, name=f"{kind}_classifier")
 
 
 def class_table(info: Any) -> dict[str, dict[str, str]]:
