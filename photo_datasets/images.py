@@ -18,6 +18,8 @@ from typing import cast
 import numpy as np
 from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
 
+from photo_datasets import near_duplicates
+
 # Names that may hold an image; the content is still sniffed, never trusted.
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
 READABLE_FORMATS = frozenset({"JPEG", "MPO", "PNG", "BMP", "GIF", "WEBP"})
@@ -37,6 +39,7 @@ class ImageCheck:
   width: int  # Upright size: after the EXIF orientation is applied.
   height: int
   orientation: int  # EXIF orientation tag, 1 when absent.
+  hashes: bytes  # Perceptual hashes of the upright pixels (`near_duplicates.photo_hashes`).
 
   @property
   def stored_size(self) -> tuple[int, int]:
@@ -93,16 +96,32 @@ def inspect_image(data: bytes) -> ImageCheck:
     width, height = image.size
     orientation = _orientation(image)
     upright = (height, width) if swaps_axes(orientation) else (width, height)
-    check = ImageCheck(cast(str, image.format), image.mode, *upright, orientation)  # _open checked it
-    if image.format in ("JPEG", "MPO"):
-      image.draft(None, (max(1, width // 8), max(1, height // 8)))
+    fmt = cast(str, image.format)  # _open checked it.
+    mode = image.mode
+    if min(upright) < 1:
+      raise BadImage("image has no pixels")
+    if fmt in ("JPEG", "MPO"):  # Checked at reduced scale, with enough pixels left for the hashes.
+      scale = max(1, min(8, min(width, height) // near_duplicates.MIN_SIDE))
+      image.draft(None, (-(-width // scale), -(-height // scale)))
     try:
       image.load()
     except Exception as e:
-      raise BadImage(f"cannot decode {check.format}: {e}") from None
-  if min(check.width, check.height) < 1:
-    raise BadImage("image has no pixels")
-  return check
+      raise BadImage(f"cannot decode {fmt}: {e}") from None
+    # The hash comes from the pixels just decoded, upright and as they will be stored.
+    hashes = near_duplicates.photo_hashes(_to_rgb(_upright(image, orientation)))
+  return ImageCheck(fmt, mode, *upright, orientation, hashes)
+
+
+_TRANSPOSE = {  # EXIF orientation -> the turn that shows the image upright, as ImageOps.exif_transpose.
+    2: Image.Transpose.FLIP_LEFT_RIGHT, 3: Image.Transpose.ROTATE_180, 4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE, 6: Image.Transpose.ROTATE_270, 7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
+
+
+def _upright(image: Image.Image, orientation: int) -> Image.Image:
+  """The image as shown, from the orientation already read (a broken EXIF block reads as 1)."""
+  return image.transpose(_TRANSPOSE[orientation]) if orientation in _TRANSPOSE else image
 
 
 def _to_rgb(image: Image.Image) -> Image.Image:

@@ -27,6 +27,9 @@ class BuildReport:
   skipped_files: list[Skipped] = dataclasses.field(default_factory=list)
   warnings: list[str] = dataclasses.field(default_factory=list)
   duplicates: list[list[str]] = dataclasses.field(default_factory=list)
+  # Groups of near copies (resized, re-encoded, cropped, ...), each sharing one
+  # split: {"files": [...], "across_classes": bool}.
+  near_duplicates: list[dict[str, Any]] = dataclasses.field(default_factory=list)
   empty_splits: list[str] = dataclasses.field(default_factory=list)
   ignored_files: int = 0
   counts: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -62,6 +65,11 @@ class BuildReport:
       lines.append(f"  byte-identical groups (same split each): {len(self.duplicates)}")
       lines += [f"    across classes: {' = '.join(group)}" for group in self.duplicates
                 if len({class_folder(f) for f in group}) > 1]
+    if self.near_duplicates:
+      across = [g["files"] for g in self.near_duplicates if g["across_classes"]]
+      lines.append(f"  near-duplicate groups (same split each): {len(self.near_duplicates)}, "
+                   f"{len(across)} across classes")
+      lines += [f"    across classes: {' ~ '.join(files)}" for files in across]
     lines += [f"  warning: {w}" for w in self.warnings]
     if self.ignored_files:
       lines.append(f"  non-image files ignored: {self.ignored_files}")

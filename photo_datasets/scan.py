@@ -10,6 +10,7 @@ reused by every config built later from the same files.
 
 from __future__ import annotations
 
+import base64
 import collections
 import dataclasses
 import hashlib
@@ -17,11 +18,12 @@ import json
 import logging
 import os
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from etils import epath
 from tensorflow_datasets.core.utils import tqdm_utils
 
-from photo_datasets import images, parallel, splits
+from photo_datasets import images, near_duplicates, parallel, splits
 from photo_datasets.report import BuildReport, Skipped, class_folder
 
 Box = tuple[float, float, float, float]  # ymin, xmin, ymax, xmax; relative, upright.
@@ -45,10 +47,13 @@ class Photo:
   digest: str  # SHA-256 of the source bytes.
   check: images.ImageCheck
   box: Box | None = None
+  # The smallest SHA-256 of the photo's near-duplicate group, whose split the
+  # whole group takes; None for a photo without near copies.
+  group_digest: str | None = None
 
   @property
   def split(self) -> str:
-    return splits.split_of(self.digest)
+    return splits.split_of(self.group_digest or self.digest)
 
   @property
   def folder(self) -> str:
@@ -95,11 +100,32 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int) 
     by_digest[photo.digest].append(photo.file_name)
   report.duplicates = sorted(sorted(group) for group in by_digest.values() if len(group) > 1)
   report.counts["images converted to JPEG"] = sum(not p.check.is_clean_jpeg for p in photos)
-  return sorted(photos, key=lambda p: p.file_name)
+  photos = sorted(photos, key=lambda p: p.file_name)
+  return group_near_duplicates(photos, report)
+
+
+def group_near_duplicates(photos: list[Photo], report: BuildReport) -> list[Photo]:
+  """Gives every group of near-duplicate photos the split of its smallest
+  SHA-256, and lists the groups that are more than byte-identical copies."""
+  grouped = list(photos)
+  report.near_duplicates = []
+  moved = 0
+  for members in near_duplicates.groups([p.check.hashes for p in photos]):
+    group_digest = min(photos[i].digest for i in members)
+    for i in members:
+      grouped[i] = dataclasses.replace(photos[i], group_digest=group_digest)
+      moved += grouped[i].split != photos[i].split
+    if len({photos[i].digest for i in members}) > 1:
+      names = [photos[i].file_name for i in members]
+      report.near_duplicates.append(
+          {"files": names, "across_classes": len({class_folder(n) for n in names}) > 1})
+  report.counts["photos in near-duplicate groups"] = sum(len(g["files"]) for g in report.near_duplicates)
+  report.counts["photos moved to their near-duplicate group's split"] = moved
+  return grouped
 
 
 # Bump when the scan learns something new or checks differently.
-_SCAN_FORMAT = 1
+_SCAN_FORMAT = 2
 
 
 def source_fingerprint(root: str) -> str:
@@ -116,7 +142,7 @@ def source_fingerprint(root: str) -> str:
 
 def save_scan(path: epath.Path, photos: list[Photo], report: BuildReport) -> None:
   """Writes the scan atomically; a read-only folder only costs a rescan later."""
-  rows = [[p.file_name, list(p.location), p.digest, dataclasses.astuple(p.check), p.box]
+  rows = [[p.file_name, list(p.location), p.digest, _check_row(p.check), p.box, p.group_digest]
           for p in photos]
   try:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -127,9 +153,19 @@ def save_scan(path: epath.Path, photos: list[Photo], report: BuildReport) -> Non
     logging.warning("Could not save the scan in %s: %s", path.parent, e)
 
 
+def _check_row(check: images.ImageCheck) -> list[object]:
+  *fields, hashes = dataclasses.astuple(check)
+  return [*fields, base64.b64encode(hashes).decode("ascii")]
+
+
+def _check_of_row(row: list[Any]) -> images.ImageCheck:
+  fmt, mode, width, height, orientation, hashes = row
+  return images.ImageCheck(fmt, mode, width, height, orientation, base64.b64decode(hashes))
+
+
 def load_scan(path: epath.Path) -> tuple[list[Photo], BuildReport]:
   saved = json.loads(path.read_text())
-  photos = [Photo(name, tuple(location), digest, images.ImageCheck(*check),
-                  tuple(box) if box else None)
-            for name, location, digest, check, box in saved["photos"]]
+  photos = [Photo(name, tuple(location), digest, _check_of_row(check),
+                  tuple(box) if box else None, group_digest)
+            for name, location, digest, check, box, group_digest in saved["photos"]]
   return photos, BuildReport.from_metadata(saved["report"])

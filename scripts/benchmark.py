@@ -21,6 +21,10 @@ of the main process (`VmHWM`) and of the largest worker (`getrusage`; it
 counts the pages a forked worker shares with the main process). `--rss A B`
 also builds `224` from A and from B generated photos and compares the peaks.
 
+`--near_duplicates` measures instead the cost of the near-duplicate rule: the
+perceptual hashes per photo (the scan with them against the scan without) and
+the grouping of 150,000 photos' hashes.
+
 `--scaling 1 2 4 8 16` measures instead how the per-photo work of a `224`
 build (scan: full decode check and SHA-256; conversion: decode at reduced
 scale, resize, encode) spreads over N workers through the package's worker
@@ -133,6 +137,54 @@ def _photo_of_seed(seed: int) -> bytes:
   return _photo(np.random.default_rng(seed))
 
 
+def near_duplicate_costs(count: int) -> None:
+  from photo_datasets import images, near_duplicates
+  rng = np.random.default_rng(0)
+  photos = [_photo(rng) for _ in range(min(count, 200))]
+
+  def per_photo_ms() -> float:
+    start = time.perf_counter()
+    for data in photos:
+      images.inspect_image(data)
+    return (time.perf_counter() - start) / len(photos) * 1e3
+
+  with_hashes = per_photo_ms()
+  # The scan as it was without the rule: a 1/8-scale check and no hashes.
+  real = near_duplicates.photo_hashes, near_duplicates.MIN_SIDE
+  near_duplicates.photo_hashes, near_duplicates.MIN_SIDE = (lambda image: (0, 0)), 1
+  try:
+    without = per_photo_ms()
+  finally:
+    near_duplicates.photo_hashes, near_duplicates.MIN_SIDE = real
+  print(f"scan of one photo ({len(photos)} photos of ~106 KB): {without:.2f} ms without the rule, "
+        f"{with_hashes:.2f} ms with its decode and hashes (+{with_hashes - without:.2f} ms)")
+  start = time.perf_counter()
+  found = near_duplicates.groups(_clustered_hashes(150_000, np.random.default_rng(0)))
+  print(f"grouping 150,000 photos ({len(near_duplicates.REGIONS)} hashes each, keys within "
+        f"{near_duplicates.KEY_THRESHOLD}, hashes within {near_duplicates.THRESHOLD}): "
+        f"{time.perf_counter() - start:.1f} s, {len(found)} groups")
+
+
+def _clustered_hashes(count: int, rng: np.random.Generator) -> list[bytes]:
+  """Hashes like a corpus's: a photo's regions ~24 of 256 bits from its whole,
+  and a third of the photos near copies (~12 bits) of 1,000 others."""
+  from photo_datasets import near_duplicates
+  regions, size = len(near_duplicates.REGIONS), near_duplicates.HASH_BYTES * 8
+  bases = rng.integers(0, 2, (1000, size), dtype=np.uint8)
+  hashes = []
+  for start in range(0, count, 10_000):
+    chunk = min(10_000, count - start)
+    whole = rng.integers(0, 2, (chunk, size), dtype=np.uint8)
+    indices = np.arange(start, start + chunk)
+    copies = indices % 3 == 0
+    whole[copies] = bases[indices[copies] % 1000] ^ (rng.random((copies.sum(), size)) < 12 / 256)
+    region_bits = whole[:, None, :] ^ (rng.random((chunk, regions, size)) < 24 / 256)
+    region_bits[:, 0] = whole
+    packed = np.packbits(region_bits, axis=2).reshape(chunk, -1)
+    hashes += [row.tobytes() for row in packed]
+  return hashes
+
+
 def naive_loop(manual_dir: str) -> tuple[int, float]:
   """(photos, seconds) of the hand-written one-core pipeline."""
   from korean_food import corpus
@@ -208,6 +260,8 @@ def main() -> None:
   parser.add_argument("--tfds_buffer_mb", type=int, default=0,
                       help="with --rss: cap TFDS's in-memory shuffle buffer (default 1 GB), "
                            "to see this package's own memory")
+  parser.add_argument("--near_duplicates", action="store_true",
+                      help="only measure the cost of the near-duplicate rule")
   parser.add_argument("--scaling", type=int, nargs="+", metavar="N",
                       help="only measure the per-photo work on N workers (no TensorFlow needed)")
   parser.add_argument("--workdir", default="/tmp/photo_datasets_bench")
@@ -219,6 +273,9 @@ def main() -> None:
     return
   if args.scaling:
     scaling(args.scaling, args.images)
+    return
+  if args.near_duplicates:
+    near_duplicate_costs(args.images)
     return
 
   shutil.rmtree(args.workdir, ignore_errors=True)

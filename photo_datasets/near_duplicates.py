@@ -1,0 +1,253 @@
+"""Near-duplicate photos: perceptual hashes of each photo and of its crops, grouped by Hamming distance.
+
+A copy of a photo (resized, re-encoded, converted, EXIF-rotated, greyed,
+cropped or bordered) must not land in another split than its original.
+
+Each photo gets a 256-bit pHash (the signs, against their median, of the 16x16
+lowest 2-D DCT frequencies of a 64x64 greyscale image) of the whole image and
+of the 11 crops in `REGIONS`, which leave out `CROP` of some sides. A copy
+cropped by up to 5 % per side lines up with one of its original's crops, and a
+copy with borders lines up through one of its own: two photos are near copies
+when a crop of one is within `THRESHOLD` bits of the whole of the other. Low
+frequencies survive resizing, JPEG and format changes, but not a shifted frame,
+hence the crops.
+
+The search is sub-quadratic: every hash has a 64-bit key (its 8x8 lowest
+frequencies), a multi-index search finds the keys within `KEY_THRESHOLD` bits,
+and only those pairs are compared in full. A 64-bit hash alone is too weak for
+a large corpus: among 150,000 photos even random 64-bit hashes meet within 11
+bits thousands of times. scripts/near_duplicate_tuning.py measured both
+thresholds on real photos.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import numpy.typing as npt
+from PIL import Image
+
+_GRID = 64  # The greyscale image the DCT sees.
+_KEEP = 16  # Lowest frequencies kept per axis.
+_KEY_KEEP = 8  # Of those, the lowest per axis that make the key.
+HASH_BYTES = _KEEP * _KEEP // 8
+CROP = 0.05  # Share of a side a crop leaves out.
+# (left, top, right, bottom) shares left out: the whole image first, then every
+# combination of sides but three.
+REGIONS = (
+    (0, 0, 0, 0), (CROP, CROP, CROP, CROP),
+    (CROP, 0, 0, 0), (0, CROP, 0, 0), (0, 0, CROP, 0), (0, 0, 0, CROP),
+    (CROP, 0, CROP, 0), (0, CROP, 0, CROP),
+    (CROP, CROP, 0, 0), (0, CROP, CROP, 0), (0, 0, CROP, CROP), (CROP, 0, 0, CROP),
+)
+# Copies of every kind measured within 36 of 255 bits, distinct photos at 78
+# or more; their keys within 8 of 64 bits. See scripts/near_duplicate_tuning.py.
+THRESHOLD = 56
+KEY_THRESHOLD = 8
+# Shortest side the hashed decode keeps: below it a photo resized to 30 % has
+# too few pixels left for the grid.
+MIN_SIDE = 64
+
+_INTEGER_MODES = ("I", "I;16", "I;16B", "I;16L", "I;16N", "F")
+_MAX_SEGMENT_BITS = 22  # Bucket tables of at most 2**22 entries.
+_CHUNK_PAIRS = 1 << 22  # Candidate pairs expanded at once (bounds memory on huge buckets).
+
+
+def _dct_matrix(size: int, keep: int) -> npt.NDArray[np.float64]:
+  """Rows of the (unnormalised) DCT-II basis: scale does not matter to a median test."""
+  frequency = np.arange(keep, dtype=np.float64)[:, None]
+  position = np.arange(size, dtype=np.float64)[None, :]
+  return np.cos(np.pi * (2 * position + 1) * frequency / (2 * size))
+
+
+_DCT = _dct_matrix(_GRID, _KEEP)
+
+
+def _grey(image: Image.Image) -> Image.Image:
+  """8-bit greyscale; 16-bit and float images are scaled to their own range first."""
+  if image.mode == "L":
+    return image
+  if image.mode in _INTEGER_MODES:
+    pixels = np.asarray(image, dtype=np.float64)
+    low, high = float(pixels.min()), float(pixels.max())
+    scaled = (pixels - low) * (255.0 / max(high - low, 1e-9))
+    return Image.fromarray(scaled.clip(0, 255).astype(np.uint8))
+  if image.mode in ("P", "PA") or image.mode.startswith("RGBA"):
+    image = image.convert("RGBA")
+  return image.convert("L")
+
+
+def photo_hashes(image: Image.Image) -> bytes:
+  """The hashes of the upright image's `REGIONS`, `HASH_BYTES` each, concatenated."""
+  # Shrunk once, so the regions are resampled from few pixels (a tenth of the cost).
+  side = 2 * _GRID
+  grey = _grey(image).resize((side, side), Image.Resampling.BILINEAR)
+  grids = [np.asarray(grey.resize((_GRID, _GRID), Image.Resampling.BILINEAR,
+                                  box=(side * left, side * top, side * (1 - right), side * (1 - bottom))),
+                      dtype=np.float64)
+           for left, top, right, bottom in REGIONS]
+  coefficients = (_DCT @ np.stack(grids) @ _DCT.T).reshape(len(REGIONS), -1)
+  # The DC term (brightness) is left out of the median, as in pHash.
+  bits = coefficients > np.median(coefficients[:, 1:], axis=1, keepdims=True)
+  return np.packbits(bits, axis=1).tobytes()
+
+
+def _words(photos: Sequence[bytes]) -> npt.NDArray[np.uint64]:
+  """(photo, region, word) array of the hashes."""
+  size = HASH_BYTES * len(REGIONS)
+  if any(len(hashes) != size for hashes in photos):
+    raise ValueError(f"each photo's hashes must be {size} bytes (photo_hashes)")
+  return np.frombuffer(b"".join(photos), dtype=">u8").astype(np.uint64).reshape(
+      len(photos), len(REGIONS), HASH_BYTES // 8)
+
+
+def _keys(words: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+  """The 64-bit key of every hash: the first byte of each of its first 8 rows of frequencies."""
+  as_bytes = words.astype(">u8").view(np.uint8).reshape(*words.shape[:2], HASH_BYTES)
+  row_bytes = _KEEP // 8
+  key_bytes = np.ascontiguousarray(as_bytes[:, :, : _KEY_KEEP * row_bytes : row_bytes])
+  return key_bytes.view(">u8").astype(np.uint64).reshape(words.shape[:2])
+
+
+def distance(a: bytes, b: bytes) -> tuple[int, int]:
+  """Distance between two photos' hashes, and between the keys of the same
+  pair: the closest pair of a region of one and the whole of the other."""
+  words = _words([a, b])
+  keys = _keys(words)
+  across = np.bitwise_count(np.concatenate([words[0] ^ words[1, 0], words[1] ^ words[0, 0]])).sum(axis=1)
+  across_keys = np.bitwise_count(np.concatenate([keys[0] ^ keys[1, 0], keys[1] ^ keys[0, 0]]))
+  closest = int(np.argmin(across))
+  return int(across[closest]), int(across_keys[closest])
+
+
+def _plan(queries: int, entries: int, bits: int, threshold: int) -> tuple[int, int] | None:
+  """(segments, radius) of the cheapest multi-index search, or None where
+  comparing all pairs is cheaper.
+
+  Pigeonhole: a pair within `threshold` is within `radius` on at least one of
+  `segments` disjoint segments when segments * (radius + 1) > threshold. Long
+  segments probed within a small radius keep the buckets nearly empty.
+  """
+  best: tuple[float, int, int] | None = None
+  for segments in range(1, min(threshold + 1, bits) + 1):
+    longest = -(-bits // segments)
+    if longest > _MAX_SEGMENT_BITS:
+      continue
+    radius = -(-(threshold + 1) // segments) - 1
+    probes = sum(math.comb(longest, k) for k in range(radius + 1))
+    cost = segments * (probes * queries * (1 + entries / 2.0 ** (bits // segments)) + 2.0 ** longest)
+    if best is None or cost < best[0]:
+      best = (cost, segments, radius)
+  if best is None or best[0] >= queries * entries:
+    return None
+  return best[1], best[2]
+
+
+def _probes(bits: int, radius: int) -> list[int]:
+  """Every `bits`-bit mask of at most `radius` set bits."""
+  return [sum(1 << bit for bit in chosen)
+          for k in range(radius + 1) for chosen in itertools.combinations(range(bits), k)]
+
+
+def _pairs_within(queries: npt.NDArray[np.uint64], entries: npt.NDArray[np.uint64],
+                  threshold: int) -> Iterator[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]]:
+  """Chunks of (query index, entry index) pairs whose keys are within
+  `threshold` bits; a pair may come more than once."""
+  bits = 64
+  plan = _plan(queries.size, entries.size, bits, threshold)
+  if plan is None:
+    rows = max(1, _CHUNK_PAIRS // max(entries.size, 1))
+    for start in range(0, queries.size, rows):
+      grid = np.meshgrid(np.arange(start, min(queries.size, start + rows)), np.arange(entries.size), indexing="ij")
+      a, b = grid[0].ravel(), grid[1].ravel()
+      close = np.bitwise_count(queries[a] ^ entries[b]) <= threshold
+      yield a[close], b[close]
+    return
+  segments, radius = plan
+  query_indices = np.arange(queries.size, dtype=np.intp)
+  shift = 0
+  for segment in range(segments):
+    width = bits // segments + (1 if segment < bits % segments else 0)
+    mask = np.uint64((1 << width) - 1)
+    query_keys = ((queries >> np.uint64(shift)) & mask).astype(np.intp)
+    entry_keys = ((entries >> np.uint64(shift)) & mask).astype(np.intp)
+    shift += width
+    order = np.argsort(entry_keys, kind="stable").astype(np.intp)
+    starts = np.zeros((1 << width) + 1, dtype=np.intp)
+    np.cumsum(np.bincount(entry_keys, minlength=1 << width), out=starts[1:])
+    for probe in _probes(width, radius):
+      wanted = query_keys ^ probe
+      first, sizes = starts[wanted], starts[wanted + 1] - starts[wanted]
+      # Chunks of queries whose buckets hold at most ~_CHUNK_PAIRS entries.
+      ends = np.cumsum(sizes)
+      cuts = np.searchsorted(ends, np.arange(_CHUNK_PAIRS, int(ends[-1]) if ends.size else 0, _CHUNK_PAIRS))
+      for chunk in np.split(query_indices, cuts):
+        size = sizes[chunk]
+        total = int(size.sum())
+        if not total:
+          continue
+        a = np.repeat(chunk, size)
+        b = order[np.repeat(first[chunk] - (np.cumsum(size) - size), size) + np.arange(total, dtype=np.intp)]
+        close = np.bitwise_count(queries[a] ^ entries[b]) <= threshold
+        yield a[close], b[close]
+
+
+def _compress(parent: npt.NDArray[np.intp]) -> None:
+  """Points every node at its root (pointer jumping)."""
+  while True:
+    grandparent = parent[parent]
+    if np.array_equal(grandparent, parent):
+      return
+    parent[:] = grandparent
+
+
+def _union(parent: npt.NDArray[np.intp], a: npt.NDArray[np.intp], b: npt.NDArray[np.intp]) -> None:
+  """Merges the components of each pair (a[k], b[k]): a vectorised union-find
+  that hooks the larger root under the smaller, so a component's root is its
+  smallest index. Expects and leaves `parent` compressed."""
+  while a.size:
+    root_a, root_b = parent[a], parent[b]
+    apart = root_a != root_b
+    a, b, root_a, root_b = a[apart], b[apart], root_a[apart], root_b[apart]
+    if not a.size:
+      return
+    np.minimum.at(parent, np.maximum(root_a, root_b), np.minimum(root_a, root_b))
+    _compress(parent)
+
+
+def groups(photos: Sequence[bytes], threshold: int = THRESHOLD,
+           key_threshold: int = KEY_THRESHOLD) -> list[list[int]]:
+  """Indices of `photos` (each given by its `photo_hashes`) grouped
+  transitively when a region of one is within `threshold` bits of the whole
+  of the other (and their keys within `key_threshold`).
+
+  Only groups of two or more; each sorted, and the list sorted by first index,
+  so the result depends on nothing but the hashes.
+  """
+  if threshold < 0 or key_threshold < 0:
+    raise ValueError(f"thresholds must be >= 0, not {threshold} and {key_threshold}")
+  if not photos:
+    return []
+  words = _words(photos)
+  # Identical hashes (blank or byte-identical images) are one photo here, so
+  # a bucket never fills up with copies of the same photo.
+  flat = words.reshape(len(photos), -1)
+  distinct, which = np.unique(flat, axis=0, return_inverse=True)
+  words = distinct.reshape(-1, *words.shape[1:])
+  count, regions = words.shape[:2]
+  keys = _keys(words)
+  parent = np.arange(count, dtype=np.intp)
+  # Wholes against every region: a region of one photo near the whole of another.
+  for whole, entry in _pairs_within(keys[:, 0], keys.ravel(), key_threshold):
+    other, region = np.divmod(entry, regions)
+    bits = np.bitwise_count(words[whole, 0] ^ words[other, region]).sum(axis=1)
+    linked = (bits <= threshold) & (whole != other)
+    _union(parent, whole[linked], other[linked])
+  label = parent[which.reshape(-1)]
+  order = np.argsort(label, kind="stable")  # Indices ascending within a label.
+  bounds = np.flatnonzero(np.diff(label[order])) + 1
+  found = [group.tolist() for group in np.split(order, bounds) if group.size >= 2]
+  return sorted(found)

@@ -1,0 +1,168 @@
+"""Near-duplicate hashing on real photos, and the grouping's correctness.
+
+Every kind of copy in scripts/near_duplicate_tuning.py is grouped with its
+original, and distinct real photos are not (measured there on 147 photos).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import pathlib
+import sys
+from types import ModuleType
+
+import numpy as np
+import pytest
+from PIL import Image, ImageOps
+
+from photo_datasets import near_duplicates
+from photo_datasets.near_duplicates import THRESHOLD, distance, groups
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+FLOWERS = REPO / "flowers_dataset" / "sample" / "flower_photos"
+
+
+def _tuning() -> ModuleType:
+  spec = importlib.util.spec_from_file_location("near_duplicate_tuning", REPO / "scripts" / "near_duplicate_tuning.py")
+  assert spec is not None and spec.loader is not None
+  module = importlib.util.module_from_spec(spec)
+  sys.modules[spec.name] = module
+  spec.loader.exec_module(module)
+  return module
+
+
+tuning = _tuning()
+FLOWER_PHOTOS = tuning.photos(FLOWERS)
+
+
+@pytest.mark.parametrize("path", FLOWER_PHOTOS[::10], ids=lambda p: p.name)
+def test_every_kind_of_copy_is_grouped_with_its_original(path: pathlib.Path) -> None:
+  data = path.read_bytes()
+  original = tuning.scan_hashes(data)
+  copies = tuning.copy_hashes(data)
+  assert [kind for kind, copy in copies.items() if groups([original, copy]) != [[0, 1]]] == []
+
+
+def test_distinct_flowers_are_not_grouped() -> None:
+  hashes = [tuning.scan_hashes(path.read_bytes()) for path in FLOWER_PHOTOS]
+  assert len(hashes) == 100
+  assert groups(hashes) == []
+  assert min(distance(a, b)[0] for a, b in itertools.combinations(hashes, 2)) > THRESHOLD
+
+
+@pytest.mark.real_photos
+def test_kfood_photos_have_no_false_merges(real_kfood: pathlib.Path) -> None:
+  photos = tuning.photos(real_kfood)
+  hashes = [tuning.scan_hashes(path.read_bytes()) for path in photos]
+  assert len(hashes) == 47
+  assert groups(hashes) == []
+  # Two shots of one bowl seconds apart are two photos, not copies: not merged.
+  first, second = (hashes[photos.index(real_kfood / name)] for name in tuning.TWO_SHOTS)
+  assert distance(first, second)[0] > THRESHOLD
+
+
+def test_hash_is_mode_independent() -> None:
+  image = ImageOps.exif_transpose(Image.open(FLOWER_PHOTOS[0]))
+  value = near_duplicates.photo_hashes(image)
+  assert len(value) == near_duplicates.HASH_BYTES * len(near_duplicates.REGIONS)
+  for mode in ("L", "RGBA", "P", "CMYK", "I;16", "F"):
+    assert groups([value, near_duplicates.photo_hashes(image.convert(mode))]) == [[0, 1]], mode
+
+
+def _photos(count: int, bases: int, flips: int, seed: int) -> list[bytes]:
+  """Random hashes, a part of them near copies of `bases` photos (up to
+  `flips` bits off per region), so that many pairs sit near the thresholds."""
+  rng = np.random.default_rng(seed)
+  size = near_duplicates.HASH_BYTES * 8
+  regions = len(near_duplicates.REGIONS)
+  centres = rng.integers(0, 2, (bases, regions, size), dtype=np.uint8)
+  bits = rng.integers(0, 2, (count, regions, size), dtype=np.uint8)
+  near = rng.random(count) < 0.8
+  noise = np.zeros((count, regions, size), dtype=np.uint8)
+  for i in range(count):
+    for r in range(regions):
+      noise[i, r, rng.choice(size, rng.integers(0, flips + 1), replace=False)] = 1
+  bits[near] = centres[rng.integers(0, bases, near.sum())] ^ noise[near]
+  return [row.tobytes() for row in np.packbits(bits, axis=2).reshape(count, -1)]
+
+
+def _brute_force_groups(photos: list[bytes], threshold: int, key_threshold: int) -> list[list[int]]:
+  parent = list(range(len(photos)))
+
+  def find(x: int) -> int:
+    while parent[x] != x:
+      parent[x] = parent[parent[x]]
+      x = parent[x]
+    return x
+
+  words = near_duplicates._words(photos)
+  keys = near_duplicates._keys(words)
+  for i, j in itertools.combinations(range(len(photos)), 2):
+    linked = any(
+        int(np.bitwise_count(words[a, 0] ^ words[b, r]).sum()) <= threshold
+        and int(np.bitwise_count(keys[a, 0] ^ keys[b, r])) <= key_threshold
+        for a, b in ((i, j), (j, i)) for r in range(len(near_duplicates.REGIONS)))
+    if linked:
+      parent[max(find(i), find(j))] = min(find(i), find(j))
+  members: dict[int, list[int]] = {}
+  for i in range(len(photos)):
+    members.setdefault(find(i), []).append(i)
+  return sorted(group for group in members.values() if len(group) >= 2)
+
+
+@pytest.mark.parametrize(("threshold", "key_threshold", "flips"), [(0, 0, 0), (12, 3, 3), (THRESHOLD, 8, 40)])
+def test_groups_agree_with_brute_force(threshold: int, key_threshold: int, flips: int) -> None:
+  photos = _photos(300, 40, flips, seed=threshold)
+  found = groups(photos, threshold, key_threshold)
+  assert found == _brute_force_groups(photos, threshold, key_threshold)
+  assert found  # The data has groups to find.
+  assert found == groups(photos, threshold, key_threshold)  # Deterministic.
+
+
+def test_the_multi_index_search_finds_what_comparing_all_pairs_finds() -> None:
+  rng = np.random.default_rng(0)
+  entries = rng.integers(0, 1 << 63, 20_000, dtype=np.uint64)
+  queries = entries[:3000] ^ np.uint64(0b1011)  # Each 3 bits from one entry.
+  assert near_duplicates._plan(queries.size, entries.size, 64, 8) is not None
+  pairs = {(int(a), int(b)) for a_chunk, b_chunk in near_duplicates._pairs_within(queries, entries, 8)
+           for a, b in zip(a_chunk, b_chunk, strict=True)}
+  assert {(i, i) for i in range(3000)} <= pairs
+  for a, b in pairs:
+    assert int(np.bitwise_count(queries[a] ^ entries[b])) <= 8
+
+
+def _uniform(bits: list[int]) -> bytes:
+  """A photo whose every region hash has exactly `bits` set (from the first)."""
+  row = np.zeros(near_duplicates.HASH_BYTES * 8, dtype=np.uint8)
+  row[bits] = 1
+  return np.packbits(row).tobytes() * len(near_duplicates.REGIONS)
+
+
+def test_groups_are_transitive_and_sorted() -> None:
+  # a-b and b-c 4 bits apart, a-c 8: one group all the same.
+  a, b, c, far = _uniform([]), _uniform([0, 1, 2, 3]), _uniform(list(range(8))), _uniform(list(range(0, 256, 2)))
+  assert groups([far, c, a, b, a], threshold=4, key_threshold=4) == [[1, 2, 3, 4]]
+  assert groups([a, far], threshold=4) == []
+  assert groups([], threshold=4) == []
+
+
+def test_groups_scale_to_many_identical_photos() -> None:
+  blank, other = _uniform([]), _uniform(list(range(0, 256, 2)))
+  assert groups([blank] * 50_000 + [other]) == [list(range(50_000))]
+
+
+def test_groups_rejects_bad_input() -> None:
+  with pytest.raises(ValueError):
+    groups([b"too short"])
+  with pytest.raises(ValueError):
+    groups([_uniform([])], threshold=-1)
+
+
+def test_multi_index_and_all_pairs_group_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+  photos = _photos(3000, 300, 40, seed=7)
+  assert near_duplicates._plan(3000, 3000 * len(near_duplicates.REGIONS), 64, near_duplicates.KEY_THRESHOLD)
+  found = groups(photos)
+  monkeypatch.setattr(near_duplicates, "_plan", lambda *args: None)
+  assert groups(photos) == found
+  assert len(found) > 100
