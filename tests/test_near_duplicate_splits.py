@@ -9,6 +9,7 @@ import pytest
 import tensorflow_datasets as tfds
 
 import flowers_dataset
+import korean_food  # noqa: F401  (registers the builder)
 from photo_datasets import splits, testing
 
 SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample" / "flower_photos"
@@ -72,3 +73,27 @@ def test_a_beam_build_groups_the_same_way(built, tmp_path):
   assert {n: e["split"] for n, e in testing.read_examples(with_beam).items()} == {
       n: e["split"] for n, e in examples.items()}
   assert with_beam.info.metadata["near_duplicates"] == builder.info.metadata["near_duplicates"]
+
+
+@pytest.mark.real_photos
+def test_korean_food_groups_near_copies_of_real_photos(real_kfood, tmp_path):
+  """Real AIHub photos, read where they lie and written only under tmp_path,
+  with near copies of two of them filed under another dish."""
+  files = {str(p.relative_to(real_kfood)): p.read_bytes() for p in sorted(real_kfood.glob("*/*/*"))}
+  originals = ["구이/갈비구이/Img_000_0001.jpg", "찌개/순두부찌개/Img_123_0002.JPG"]
+  copies: dict[str, set[str]] = {name: set() for name in originals}
+  for i, name in enumerate(originals):
+    for j, data in enumerate(testing.near_copies(files[name]).values()):
+      copy = f"찌개/김치찌개/Img_119_{9000 + 100 * i + j}.jpg"
+      files[copy] = data
+      copies[name].add(copy)
+  testing.write_tree(tmp_path / "manual", files)
+  builder = testing.build("korean_food/32", tmp_path / "data", tmp_path / "manual")
+  examples = testing.read_examples(builder)
+  groups = builder.info.metadata["near_duplicates"]
+  assert len(groups) == len(originals)
+  for name in originals:
+    (group,) = [g for g in groups if name in g["files"]]
+    assert set(group["files"]) == {name} | copies[name]
+    assert group["across_classes"]
+    assert {examples[n]["split"] for n in group["files"]} == {examples[name]["split"]}
