@@ -47,8 +47,8 @@ class Photo:
   digest: str  # SHA-256 of the source bytes.
   check: images.ImageCheck
   box: Box | None = None
-  # The smallest SHA-256 of the photo's near-duplicate group, whose split the
-  # whole group takes; None for a photo without near copies.
+  # The SHA-256 whose split the photo's near-duplicate group takes
+  # (`splits.group_leader`); None for a photo without near copies.
   group_digest: str | None = None
 
   @property
@@ -105,13 +105,14 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int) 
 
 
 def group_near_duplicates(photos: list[Photo], report: BuildReport) -> list[Photo]:
-  """Gives every group of near-duplicate photos the split of its smallest
-  SHA-256, and lists the groups that are more than byte-identical copies."""
+  """Gives every group of near-duplicate photos the split of its leader
+  (`splits.group_leader`), and lists the groups that are more than
+  byte-identical copies."""
   grouped = list(photos)
   report.near_duplicates = []
   moved = 0
   for members in near_duplicates.groups([p.check.hashes for p in photos]):
-    group_digest = min(photos[i].digest for i in members)
+    group_digest = splits.group_leader(photos[i].digest for i in members)
     for i in members:
       grouped[i] = dataclasses.replace(photos[i], group_digest=group_digest)
       moved += grouped[i].split != photos[i].split
@@ -125,7 +126,7 @@ def group_near_duplicates(photos: list[Photo], report: BuildReport) -> list[Phot
 
 
 # Bump when the scan learns something new or checks differently.
-_SCAN_FORMAT = 2
+_SCAN_FORMAT = 3
 
 
 def source_fingerprint(root: str) -> str:

@@ -3,8 +3,10 @@ the SHA-256 of its bytes alone, 80/10/10."""
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import pathlib
+import random
 
 import pytest
 
@@ -74,3 +76,18 @@ def test_fixtures_drawn_into_their_planned_split():
   assert len(set(files.values())) == len(plan)
   with pytest.raises(ValueError, match="a.jpg: unknown split 'dev'"):
     testing.photos_in_splits({"a.jpg": "dev"}, draw)
+
+
+def test_a_group_of_near_copies_is_split_as_evenly_as_single_photos():
+  rng = random.Random(0)
+  groups = [[f"{rng.getrandbits(256):064x}" for _ in range(5)] for _ in range(20_000)]
+  shares = collections.Counter(splits.split_of(splits.group_leader(group)) for group in groups)
+  for name, share in splits.SPLIT_SHARES:
+    assert abs(shares[name] / len(groups) - share) < 0.015, shares
+  # The smallest digest of five would put nearly every group in train.
+  assert sum(splits.split_of(min(group)) == "train" for group in groups) / len(groups) > 0.99
+
+
+def test_the_group_leader_does_not_depend_on_order():
+  group = [splits.content_digest(bytes([i])) for i in range(6)]
+  assert splits.group_leader(group) == splits.group_leader(reversed(group)) in group
