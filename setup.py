@@ -37,5 +37,9 @@ setuptools.setup(
     extras_require={
         # README command 2: lint, type check, tests. Checkers pinned: their rules change between versions.
         "test": ["pytest>=8,<10", "dill", "ruff==0.17.6", "mypy==2.4.1"],
+        # Keras 3 backends, CPU builds. PyTorch's CPU build is the "+cpu" wheel from PyTorch's index
+        # (--extra-index-url https://download.pytorch.org/whl/cpu); plain `torch` pulls in CUDA.
+        "jax": ["jax[cpu]>=0.4.30"],
+        "torch": ["torch==2.13.0+cpu"],
     },
 )

@@ -27,12 +27,17 @@ The tf.data choices, in one place:
   off): TFRecords are read faster than a model trains;
 * training batches drop the remainder, so every batch has the same shape;
 * prefetch last (`AUTOTUNE`).
+
+The datasets feed Keras 3 on any backend: with `KERAS_BACKEND=jax` or `torch`,
+`model.fit` converts the batches to the backend's arrays, and TensorFlow is kept
+off the GPUs so the model has their memory.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import keras
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
@@ -162,11 +167,23 @@ def _check_counts(*, batch_size: int, shuffle_buffer: int) -> None:
     raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer!r}.")
 
 
+def _leave_accelerators_to_keras() -> None:
+  """With Keras on JAX or PyTorch, tf.data only feeds it (Keras converts the
+  batches): keep TensorFlow off the GPUs, where it would reserve their memory."""
+  if keras.config.backend() == "tensorflow":
+    return
+  try:
+    tf.config.set_visible_devices([], "GPU")
+  except RuntimeError:  # TensorFlow already uses them: too late to change.
+    pass
+
+
 class _Reader:
   """One built config read for the pipeline: examples, and the image maps."""
 
   def __init__(self, name: str, split: str, data_dir: str | None, image_size: int | None,
                input_context: tf.distribute.InputContext | None, *, training: bool, seed: int | None):
+    _leave_accelerators_to_keras()
     self.builder = tfds.builder(name, data_dir=data_dir)
     stored = self.builder.info.features["image"].shape[0]
     if image_size is None and stored is None:

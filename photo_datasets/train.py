@@ -154,7 +154,8 @@ def train(
   result.history_path.write_text(json.dumps({
       "name": name,
       "settings": {"data_dir": data_dir, "epochs": epochs, "batch_size": batch_size, "image_size": size,
-                   "learning_rate": learning_rate, "seed": seed, "model": model, "dtype_policy": policy},
+                   "learning_rate": learning_rate, "seed": seed, "model": model, "dtype_policy": policy,
+                   "keras_backend": keras.config.backend()},
       "history": history,
       "train_images_per_epoch": result.train_images,
       "train_images_per_second": result.train_images_per_second,  # Without the first batch (graph tracing).
@@ -174,10 +175,22 @@ def default_out_dir(name: str) -> pathlib.Path:
 
 def dtype_policy(mixed_precision: str) -> str:
   """float16 compute pays on GPUs (tensor cores); on CPUs it is slower, so
-  `auto` uses it only where TensorFlow sees a GPU."""
+  `auto` uses it only where the Keras backend sees a GPU."""
   if mixed_precision == "auto":
-    return "mixed_float16" if tf.config.list_physical_devices("GPU") else "float32"
+    return "mixed_float16" if gpu_visible() else "float32"
   return "mixed_float16" if mixed_precision == "on" else "float32"
+
+
+def gpu_visible() -> bool:
+  """Whether the Keras backend (TensorFlow, JAX or PyTorch) computes on a GPU."""
+  backend = keras.config.backend()
+  if backend == "jax":
+    import jax
+    return any(device.platform == "gpu" for device in jax.devices())
+  if backend == "torch":
+    import torch
+    return bool(torch.cuda.is_available())
+  return bool(tf.config.list_physical_devices("GPU"))
 
 
 @contextlib.contextmanager
@@ -284,7 +297,8 @@ def summary(result: TrainResult) -> str:
   batches = len(result.history["loss"]) * result.train_images // result.batch_size
   traced = " (one batch: graph tracing included)" if batches <= 1 else " (first batch, graph tracing, left out)"
   lines = [f"{result.name}: {result.train_images} training images per epoch, "
-           f"{result.train_images_per_second:.0f} images/s{traced}, {result.dtype_policy}"]
+           f"{result.train_images_per_second:.0f} images/s{traced}, {result.dtype_policy}, "
+           f"Keras on {keras.config.backend()}"]
   accuracies = [f"train {result.history['accuracy'][-1]:.3f}"]
   if "val_accuracy" in result.history:
     accuracies.append(f"validation {result.history['val_accuracy'][-1]:.3f}")
