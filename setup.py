@@ -26,7 +26,8 @@ setuptools.setup(
         # tensorflow-datasets 4.9.10 needs these but does not declare them:
         "importlib_resources",  # every builder fails without it
         "apache-beam>=2.60",  # the `tfds` CLI does not start without it
-        "mlcroissant",  # idem
+        "mlcroissant",  # idem; also writes each build's croissant.json
+        "array_record>=0.8",  # random access: the ArrayRecord copy read by tfds.data_source
         # tfds.show_examples, tfds.as_dataframe, `photo_datasets.show` and the training curves.
         "matplotlib>=3.8",
         "pandas>=2",
@@ -41,5 +42,7 @@ setuptools.setup(
         # (--extra-index-url https://download.pytorch.org/whl/cpu); plain `torch` pulls in CUDA.
         "jax": ["jax[cpu]>=0.4.30"],
         "torch": ["torch==2.13.0+cpu"],
+        # The Grain example over tfds.data_source (photo_datasets.random_access).
+        "grain": ["grain>=0.2.18,<0.3"],
     },
 )

@@ -27,6 +27,12 @@ _URL = "http://download.tensorflow.org/example_images/flower_photos.tgz"
 _LABELS = ("dandelion", "daisy", "tulips", "sunflowers", "roses")
 _FOLDER = "flower_photos"
 _ARCHIVE = "flower_photos.tgz"
+# What the archive's LICENSE.txt says; goes to dataset_info.json, LICENSE and croissant.json of every build.
+_LICENSE = (
+    "Each photo: Creative Commons Attribution 2.0 (CC BY 2.0, https://creativecommons.org/licenses/by/2.0/), "
+    "by its photographer, as the LICENSE.txt of TensorFlow's flower_photos.tgz states. The `attribution` "
+    "feature holds each photo's credit line from that file (\"CC-BY by <author> - <url>\"; empty where it "
+    "names none): credit the photographer wherever a photo is used.")
 # Seconds to wait for download.tensorflow.org before saying the machine is offline
 # (TFDS's own downloader retries for about 200 s).
 _REACH_TIMEOUT = 5
@@ -63,6 +69,7 @@ class Builder(builder.PhotoBuilder):
         }),
         supervised_keys=("image", "label"),
         homepage="https://www.tensorflow.org/tutorials/load_data/images",
+        license=_LICENSE,
         metadata=tfds.core.MetadataDict(),
     )
 

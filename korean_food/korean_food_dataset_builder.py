@@ -15,6 +15,13 @@ from photo_datasets.generation import Example
 from photo_datasets.report import BuildReport
 from photo_datasets.scan import Photo
 
+_HOMEPAGE = "https://aihub.or.kr/aihubdata/data/view.do?dataSetSn=79"
+# Goes to dataset_info.json, LICENSE and croissant.json of every build.
+_LICENSE = (
+    f"AIHub's terms of use apply: see https://aihub.or.kr and the dataset's page, {_HOMEPAGE}. "
+    "They forbid redistribution: neither the photos nor files built from them (these TFRecords) may be "
+    "published or passed on; every user applies for the corpus on AIHub and downloads it from there.")
+
 
 class Builder(builder.PhotoBuilder):
   """150 Korean dishes in 27 groups, 150,513 web photos, with crop boxes."""
@@ -50,7 +57,8 @@ class Builder(builder.PhotoBuilder):
     return self.dataset_info_from_configs(
         features=tfds.features.FeaturesDict(features),
         supervised_keys=("image", "label"),
-        homepage="https://aihub.or.kr/aihubdata/data/view.do?dataSetSn=79",
+        homepage=_HOMEPAGE,
+        license=_LICENSE,
         metadata=tfds.core.MetadataDict(),
     )
 

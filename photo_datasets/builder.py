@@ -17,8 +17,9 @@ A dataset subclasses it and provides, besides TFDS's `_info`:
 
 Everything else is shared: the size configs, the scan on every core and its
 reuse across configs, the split rule, generation on every core (or on Apache
-Beam with `--beam_pipeline_options`), and the build report, printed at the end
-of every build and kept in `builder.info.metadata`.
+Beam with `--beam_pipeline_options`), the build report, printed at the end
+of every build and kept in `builder.info.metadata`, and `croissant.json`, the
+Croissant description of the built config (`croissant.py`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
 
-from photo_datasets import configs, generation, parallel, scan, splits
+from photo_datasets import configs, croissant, generation, parallel, random_access, scan, splits
 from photo_datasets.report import BuildReport
 
 CHECKSUMS_DIR = epath.Path(__file__).parent.parent / "checksums"
@@ -78,6 +79,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
 
   def __init__(self, *, workers: int | None = None, **kwargs: Any):
     super().__init__(**kwargs)
+    random_access.restore_alternative_file_formats(self.info)  # TFDS 4.9.10 drops them for configs in code.
     self.workers = parallel.default_workers() if workers is None else parallel.check_workers(workers)
     self._original_state["workers"] = workers  # TFDS re-creates pickled builders from this.
 
@@ -98,6 +100,15 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     size = self.builder_config.image_size
     shape = (size, size, 3) if size else (None, None, 3)
     return tfds.features.Image(shape=shape, encoding_format="jpeg")
+
+  def download_and_prepare(self, **kwargs: Any) -> None:
+    """TFDS's, then `croissant.json` beside `dataset_info.json`: after TFDS has
+    moved the files to their final folder, so its checksums are theirs. Also
+    for a dataset built earlier without one; a no-op when it is there."""
+    super().download_and_prepare(**kwargs)
+    if not (self.data_path / croissant.FILE_NAME).exists():
+      path = croissant.write(self.info, self.data_path)
+      logging.info("Wrote the Croissant description %s", path)
 
   def _download_and_prepare(self, dl_manager: tfds.download.DownloadManager,
                             download_config: tfds.download.DownloadConfig) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import pathlib
 
@@ -40,6 +41,9 @@ def test_beam_build_equals_the_single_process_build(tmp_path, caplog):
     assert with_beam[name][2] == image, name
   assert (dict(built["beam"].info.metadata)["skipped_files"]
           == dict(built["single"].info.metadata)["skipped_files"])
+  croissant = json.loads((pathlib.Path(built["beam"].data_dir) / "croissant.json").read_text())
+  described = {file["contentUrl"] for file in croissant["distribution"] if "sha256" in file}
+  assert described == {p.name for p in pathlib.Path(built["beam"].data_dir).glob("*.tfrecord-*")}
 
 
 def test_a_conversion_failure_is_reported_as_in_a_local_build(tmp_path, monkeypatch):

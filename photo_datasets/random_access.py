@@ -1,0 +1,251 @@
+"""Random access to a built config: an ArrayRecord copy beside its TFRecords, and two loaders over it.
+
+  python -m photo_datasets.random_access NAME [--data_dir DIR]   # e.g. korean_food/224
+
+`add_array_record` runs TFDS's own `tfds convert_format` on a built config, in
+place: every TFRecord shard gets an ArrayRecord twin in the same folder, and
+`dataset_info.json` lists `array_record` as an alternative format. TFRecord
+stays the config's format, so `tfds.load` and `pipeline.training_dataset` read
+what they read before, while `tfds.data_source` reads the ArrayRecord files:
+any example by index, the same stored bytes. `data_source` opens it on every
+config (see its docstring for the TFDS 4.9.10 bug it avoids).
+
+Decoded images are the stored JPEGs decoded by libjpeg's accurate DCT (PIL),
+which is `tf.io.decode_jpeg(..., dct_method="INTEGER_ACCURATE")`; `tfds.load`
+decodes with TensorFlow's default fast DCT, so its pixels may differ by a few
+levels. The stored bytes are identical.
+
+Two loaders without TensorFlow in the loop, for sized configs (every image of
+one size), each yielding `(uint8 images (B, S, S, 3), int64 labels (B,))`:
+
+* `torch_loader`: a `torch.utils.data.DataLoader` (shuffling, batching,
+  `num_workers` worker processes).
+* `grain_dataset`: a Grain pipeline, `MapDataset.source(...).shuffle(seed)
+  .repeat(epochs).map(decode).batch(...)`, with `mp_prefetch` worker processes.
+
+PyTorch and Grain are optional: each is imported only by its function. Both
+start worker processes with `spawn`; each decodes with PIL and opens its own
+ArrayRecord readers (the data source is pickled without them). This module
+imports no TensorFlow, but a spawned worker runs the top-level imports of the
+program's main module again: a script that imports TensorFlow at its top pays
+that import (about 1 GB) in every worker, once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import io
+import os
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import tensorflow_datasets as tfds
+
+ARRAY_RECORD = "array_record"
+
+Example = tuple[npt.NDArray[np.uint8], np.int64]
+
+
+def add_array_record(name: str, data_dir: str | os.PathLike[str] | None = None) -> str:
+  """Adds an ArrayRecord copy to the built config `name` (e.g. `"korean_food/224"`),
+  with TFDS's `convert_format`; returns the config's version folder.
+
+  Does nothing where the copy is complete; converts missing shards only.
+  A rebuild (`--overwrite`) removes the copy: run this again after it.
+
+  Raises:
+    ValueError: the config is not built in `data_dir`.
+    RuntimeError: TFDS did not register the copy.
+  """
+  # `tfds convert_format` itself; imported here, as it imports Beam's names lazily.
+  from tensorflow_datasets.scripts.cli import convert_format_utils
+
+  builder = tfds.builder(name, data_dir=data_dir)
+  if not builder.is_prepared():
+    raise ValueError(f"{name} is not built in {builder.data_dir_root}: build it first (tfds build).")
+  version_dir: str = os.fspath(builder.data_dir)
+  # One worker: with more, TFDS 4.9.10 runs the conversion in a thread pool and drops its exceptions.
+  convert_format_utils.convert_dataset(out_dir=None, out_file_format=ARRAY_RECORD,
+                                       dataset_version_dir=[version_dir], num_workers=1, fail_on_error=True)
+  if not has_array_record(name, data_dir):
+    raise RuntimeError(f"TFDS converted {version_dir} but did not register {ARRAY_RECORD} in its dataset_info.json.")
+  return version_dir
+
+
+def has_array_record(name: str, data_dir: str | os.PathLike[str] | None = None) -> bool:
+  """Whether the built config `name` has ArrayRecord files that TFDS knows of."""
+  builder = tfds.builder(name, data_dir=data_dir)
+  if not builder.is_prepared():
+    return False
+  proto = builder.info.as_proto
+  return bool(proto.file_format == ARRAY_RECORD or ARRAY_RECORD in proto.alternative_file_formats)
+
+
+def data_source(name: str, *, split: str, data_dir: str | os.PathLike[str] | None = None,
+                decoders: dict[str, Any] | None = None) -> Any:
+  """`tfds.data_source(name, split=split, data_dir=data_dir)`, on every config.
+
+  TFDS 4.9.10 restores `alternative_file_formats` of a config defined in code
+  (`korean_food/224`, `full`) into the info's proto only, so plain
+  `tfds.data_source` refuses those (a config made on the fly such as `32` is
+  read from its files and works). Reading the version folder works on all.
+  With `restore_alternative_file_formats` called in `PhotoBuilder.__init__`,
+  the plain call works too.
+
+  Returns:
+    TFDS's `ArrayRecordDataSource`: `len()`, and examples by index as dicts of
+    numpy values (images decoded, unless `decoders` says otherwise).
+
+  Raises:
+    ValueError: the config is not built, or has no ArrayRecord copy.
+  """
+  if not has_array_record(name, data_dir):
+    raise ValueError(f"{name} has no ArrayRecord copy: run photo_datasets.random_access.add_array_record "
+                     f"({name!r}, data_dir) once after building it.")
+  folder = tfds.builder(name, data_dir=data_dir).data_dir
+  return tfds.builder_from_directory(folder).as_data_source(split=split, decoders=decoders)
+
+
+def restore_alternative_file_formats(info: Any) -> None:
+  """Makes a `tfds.core.DatasetInfo` restored from `dataset_info.json` list the
+  alternative formats recorded there (TFDS 4.9.10 keeps them in the proto only),
+  so `tfds.data_source` finds the ArrayRecord copy of a config defined in code."""
+  from tensorflow_datasets.core import file_adapters
+
+  for value in info.as_proto.alternative_file_formats:
+    file_format = file_adapters.FileFormat.from_value(value)
+    if file_format not in info.alternative_file_formats:
+      info.alternative_file_formats.append(file_format)
+
+
+def sized_source(name: str, *, split: str, data_dir: str | os.PathLike[str] | None = None) -> Any:
+  """The data source of a sized config with images left encoded, for `decoded`.
+
+  Raises:
+    ValueError: as `data_source`, or the config stores images at their source size.
+  """
+  source = data_source(name, split=split, data_dir=data_dir, decoders={"image": tfds.decode.SkipDecoding()})
+  if source.dataset_info.features["image"].shape[0] is None:
+    raise ValueError(f"{name} stores images at their source size, and a batch needs one size: "
+                     f"use a sized config such as '{name.split('/')[0]}/224'.")
+  return source
+
+
+def decoded(example: dict[str, Any]) -> Example:
+  """`(uint8 image (H, W, 3), int64 label)` of an example of `sized_source`.
+
+  PIL decodes, whatever is installed: TFDS's own numpy decoding takes OpenCV
+  where present, a different decoder from one machine to the next.
+  """
+  from PIL import Image
+
+  with Image.open(io.BytesIO(example["image"])) as image:
+    return np.array(image.convert("RGB")), np.int64(example["label"])  # Writable: torch.as_tensor warns otherwise.
+
+
+class DecodedExamples:
+  """`decoded` examples of `sized_source` by index: a map-style dataset for PyTorch."""
+
+  def __init__(self, name: str, *, split: str, data_dir: str | os.PathLike[str] | None = None):
+    self._source: Any = sized_source(name, split=split, data_dir=data_dir)
+
+  def __len__(self) -> int:
+    return len(self._source)
+
+  def __getitem__(self, index: int) -> Example:
+    return decoded(self._source[index])
+
+
+def torch_loader(
+    name: str,
+    *,
+    split: str = "train",
+    data_dir: str | os.PathLike[str] | None = None,
+    batch_size: int = 64,
+    shuffle: bool = True,
+    seed: int | None = None,
+    num_workers: int = 0,
+    drop_last: bool = True,
+) -> Any:
+  """A `torch.utils.data.DataLoader` of `(uint8 images (B, S, S, 3), int64 labels (B,))`.
+
+  Args:
+    name: a sized config with an ArrayRecord copy (`add_array_record`).
+    shuffle: a new order every epoch; `seed` makes the orders repeatable.
+    num_workers: decoding processes, kept between epochs; 0 decodes in this
+      process. They are spawned, not forked: a child forked from a process that
+      has read ArrayRecord files crashes when it reads them (array_record 0.8.6).
+    drop_last: leave out the last, incomplete batch (as `pipeline.training_dataset`).
+  """
+  import torch  # type: ignore[import-not-found,unused-ignore]  # An optional dependency.
+
+  examples: Any = DecodedExamples(name, split=split, data_dir=data_dir)  # Any: not a torch Dataset subclass.
+  generator = None if seed is None else torch.Generator().manual_seed(seed)
+  return torch.utils.data.DataLoader(
+      examples, batch_size=batch_size, shuffle=shuffle,
+      generator=generator, num_workers=num_workers, persistent_workers=num_workers > 0, drop_last=drop_last,
+      multiprocessing_context="spawn" if num_workers else None)
+
+
+def grain_dataset(
+    name: str,
+    *,
+    split: str = "train",
+    data_dir: str | os.PathLike[str] | None = None,
+    batch_size: int = 64,
+    seed: int | None = None,
+    num_epochs: int | None = 1,
+    num_workers: int = 0,
+    drop_remainder: bool = True,
+) -> Any:
+  """A Grain `IterDataset` of `(uint8 images (B, S, S, 3), int64 labels (B,))` numpy batches.
+
+  Args:
+    name: a sized config with an ArrayRecord copy (`add_array_record`).
+    seed: of the shuffle; each epoch is shuffled anew. None draws one.
+    num_epochs: epochs in one pass; None repeats forever (keep one iterator:
+      each new iterator starts the worker processes again).
+    num_workers: processes (`mp_prefetch`), each making whole batches; 0 works in this process.
+      Their batches arrive in shared memory: close the iterator after use (`it.close()`).
+    drop_remainder: leave out the last, incomplete batch.
+  """
+  import grain  # type: ignore[import-untyped,import-not-found,unused-ignore]  # Optional, and untyped.
+
+  seed = random.randrange(2**32) if seed is None else seed
+  source = sized_source(name, split=split, data_dir=data_dir)  # Pickled to each worker: readers reopen there.
+  ds = grain.MapDataset.source(source).shuffle(seed=seed).repeat(num_epochs)
+  ds = ds.map(decoded).batch(batch_size, drop_remainder=drop_remainder)
+  # One thread and two batches per process: Grain's default (16 threads, 500 batches
+  # prefetched) holds gigabytes of images per worker.
+  iter_ds = ds.to_iter_dataset(grain.ReadOptions(num_threads=1, prefetch_buffer_size=2))
+  if num_workers:
+    _parse_absl_flags()
+    iter_ds = iter_ds.mp_prefetch(grain.multiprocessing.MultiprocessingOptions(num_workers=num_workers))
+  return iter_ds
+
+
+def _parse_absl_flags() -> None:
+  """Grain 0.2.18's `mp_prefetch` reads an absl flag, which fails where JAX is
+  installed and the program did not parse absl flags (google/grain#1355)."""
+  from absl import flags
+
+  if not flags.FLAGS.is_parsed():
+    flags.FLAGS.mark_as_parsed()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("name", help="a built config, e.g. korean_food/224")
+  parser.add_argument("--data_dir", help="where it was built (TFDS's default when absent)")
+  args = parser.parse_args(argv)
+  importlib.import_module(args.name.split("/")[0])  # Registers the builder.
+  folder = add_array_record(args.name, args.data_dir)
+  print(f"{args.name}: ArrayRecord copy in {folder}; tfds.load still reads the TFRecords.")
+
+
+if __name__ == "__main__":
+  main()
