@@ -107,8 +107,12 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     for a dataset built earlier without one; a no-op when it is there."""
     super().download_and_prepare(**kwargs)
     if not (self.data_path / croissant.FILE_NAME).exists():
-      path = croissant.write(self.info, self.data_path)
-      logging.info("Wrote the Croissant description %s", path)
+      try:
+        path = croissant.write(self.info, self.data_path)
+      except OSError as e:  # A read-only copy of a dataset still loads.
+        logging.warning("Could not write the Croissant description in %s: %s", self.data_path, e)
+      else:
+        logging.info("Wrote the Croissant description %s", path)
 
   def _download_and_prepare(self, dl_manager: tfds.download.DownloadManager,
                             download_config: tfds.download.DownloadConfig) -> None:
