@@ -7,8 +7,9 @@ place: every TFRecord shard gets an ArrayRecord twin in the same folder, and
 `dataset_info.json` lists `array_record` as an alternative format. TFRecord
 stays the config's format, so `tfds.load` and `pipeline.training_dataset` read
 what they read before, while `tfds.data_source` reads the ArrayRecord files:
-any example by index, the same stored bytes. `data_source` opens it on every
-config (see its docstring for the TFDS 4.9.10 bug it avoids).
+any example by index, the same stored bytes. TFDS 4.9.10 forgets the
+alternative format of configs defined in code (`224`, `full`);
+`PhotoBuilder.__init__` restores it with `restore_alternative_file_formats`.
 
 Decoded images are the stored JPEGs decoded by libjpeg's accurate DCT (PIL),
 which is `tf.io.decode_jpeg(..., dct_method="INTEGER_ACCURATE")`; `tfds.load`
@@ -87,14 +88,8 @@ def has_array_record(name: str, data_dir: str | os.PathLike[str] | None = None) 
 
 def data_source(name: str, *, split: str, data_dir: str | os.PathLike[str] | None = None,
                 decoders: dict[str, Any] | None = None) -> Any:
-  """`tfds.data_source(name, split=split, data_dir=data_dir)`, on every config.
-
-  TFDS 4.9.10 restores `alternative_file_formats` of a config defined in code
-  (`korean_food/224`, `full`) into the info's proto only, so plain
-  `tfds.data_source` refuses those (a config made on the fly such as `32` is
-  read from its files and works). Reading the version folder works on all.
-  With `restore_alternative_file_formats` called in `PhotoBuilder.__init__`,
-  the plain call works too.
+  """`tfds.data_source(name, split=split, data_dir=data_dir)`, with a clear
+  error where the ArrayRecord copy is missing.
 
   Returns:
     TFDS's `ArrayRecordDataSource`: `len()`, and examples by index as dicts of
@@ -106,8 +101,7 @@ def data_source(name: str, *, split: str, data_dir: str | os.PathLike[str] | Non
   if not has_array_record(name, data_dir):
     raise ValueError(f"{name} has no ArrayRecord copy: run photo_datasets.random_access.add_array_record "
                      f"({name!r}, data_dir) once after building it.")
-  folder = tfds.builder(name, data_dir=data_dir).data_dir
-  return tfds.builder_from_directory(folder).as_data_source(split=split, decoders=decoders)
+  return tfds.data_source(name, split=split, data_dir=data_dir, decoders=decoders)
 
 
 def restore_alternative_file_formats(info: Any) -> None:
