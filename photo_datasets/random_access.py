@@ -175,7 +175,7 @@ def torch_loader(
       has read ArrayRecord files crashes when it reads them (array_record 0.8.6).
     drop_last: leave out the last, incomplete batch (as `pipeline.training_dataset`).
   """
-  import torch  # type: ignore[import-not-found,unused-ignore]  # An optional dependency.
+  import torch  # An optional dependency.
 
   examples: Any = DecodedExamples(name, split=split, data_dir=data_dir)  # Any: not a torch Dataset subclass.
   generator = None if seed is None else torch.Generator().manual_seed(seed)
@@ -207,7 +207,7 @@ def grain_dataset(
       Their batches arrive in shared memory: close the iterator after use (`it.close()`).
     drop_remainder: leave out the last, incomplete batch.
   """
-  import grain  # type: ignore[import-untyped,import-not-found,unused-ignore]  # Optional, and untyped.
+  import grain  # An optional dependency.
 
   seed = random.randrange(2**32) if seed is None else seed
   source = sized_source(name, split=split, data_dir=data_dir)  # Pickled to each worker: readers reopen there.

@@ -3,11 +3,10 @@
   python scripts/benchmark.py [--photos DIR] [--images 3000] [--rss 10000 40000]
 
 Photos come from DIR (any layout the builder reads: kfood.zip, group zips or
-an extracted tree) or are generated: realistic sizes (300-1,600 px on the long
-side), photo-like content, about 100 KB each, in a kfood.zip of stored inner
-zips as AIHub ships it. Generated corpora reuse 400 distinct photos and make
-every file unique with its own JPEG comment, so hashing and the split rule see
-distinct files while the decode work stays that of real-size photos.
+an extracted tree) or from `photo_datasets.benchmark_corpus`, in a kfood.zip of
+stored inner zips as AIHub ships it: distinct mosaics of the real photos in
+../shared/realdata at AIHub's sizes and JPEG qualities where that folder is
+present, generated pictures otherwise. Every table names the corpus it ran on.
 
 On the same photos, side by side, it times:
 * the naive loop: one core, each photo read, opened with PIL, converted to RGB,
@@ -44,64 +43,12 @@ import resource
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
-import zipfile
 
 import numpy as np
 from PIL import Image
 
-_DISTINCT = 400
-_GROUPS = {  # super-category -> classes used (names from classes.tsv)
-    "구이": ("갈비구이", "갈치구이"), "찌개": ("김치찌개", "된장찌개"), "밥": ("비빔밥", "김밥"),
-}
-
-
-def _photo(rng: np.random.Generator) -> bytes:
-  """A photo-like JPEG: smooth shapes, texture and sensor noise, 300-1,600 px."""
-  long_side = int(rng.integers(300, 1601))
-  short_side = int(long_side * rng.uniform(0.6, 1.0))
-  width, height = (long_side, short_side) if rng.random() < 0.7 else (short_side, long_side)
-  y, x = np.mgrid[0:height, 0:width].astype(np.float32)
-  pixels = np.zeros((height, width, 3), np.float32)
-  for channel in range(3):
-    for _ in range(4):
-      cx, cy, r = rng.uniform(0, width), rng.uniform(0, height), rng.uniform(0.1, 0.6) * long_side
-      pixels[..., channel] += rng.uniform(40, 120) * np.exp(-((x - cx) ** 2 + (y - cy) ** 2) / (2 * r * r))
-  texture = np.sin(x / rng.uniform(3, 9) + np.cos(y / rng.uniform(4, 11)) * 3) * 18
-  pixels += texture[..., None] + rng.normal(0, 4, (height, width, 3))
-  out = io.BytesIO()
-  Image.fromarray(pixels.clip(0, 255).astype(np.uint8)).save(out, "JPEG", quality=int(rng.integers(75, 91)))
-  return out.getvalue()
-
-
-def _unique(jpeg: bytes, tag: int) -> bytes:
-  """The same image with its own JPEG comment (COM segment after SOI)."""
-  comment = f"copy {tag}".encode()
-  return jpeg[:2] + b"\xff\xfe" + (len(comment) + 2).to_bytes(2, "big") + comment + jpeg[2:]
-
-
-def make_corpus(root: str, count: int, seed: int = 0) -> None:
-  """`root/kfood.zip` with `count` photos in 6 classes, as AIHub ships it."""
-  import korean_food  # Only for the class indices.
-  index = {c.name: c.index for c in korean_food.food_classes()}
-  rng = np.random.default_rng(seed)
-  distinct = [_photo(rng) for _ in range(min(count, _DISTINCT))]
-  folders = [(group, food) for group, foods in _GROUPS.items() for food in foods]
-  os.makedirs(root, exist_ok=True)
-  with zipfile.ZipFile(os.path.join(root, "kfood.zip"), "w", zipfile.ZIP_STORED) as outer:
-    for group in _GROUPS:
-      # Each inner zip goes through a temporary file: the corpus is never held in memory.
-      with tempfile.TemporaryFile() as spool:
-        with zipfile.ZipFile(spool, "w", zipfile.ZIP_STORED) as inner:
-          for i in range(count):
-            if folders[i % len(folders)][0] == group:
-              food = folders[i % len(folders)][1]
-              inner.writestr(f"{group}/{food}/Img_{index[food]:03d}_{i:05d}.jpg",
-                             _unique(distinct[i % len(distinct)], i))
-        spool.seek(0)
-        with outer.open(f"{group}.zip", "w", force_zip64=True) as member:
-          shutil.copyfileobj(spool, member, 1 << 20)
+from photo_datasets import benchmark_corpus
 
 
 def _build_work(data: bytes) -> int:
@@ -118,10 +65,8 @@ def _fail(item: object) -> int:
 
 def scaling(worker_counts: list[int], count: int) -> None:
   from photo_datasets import parallel
-  rng_seeds = range(min(count, _DISTINCT))
-  distinct = list(parallel.ordered_map(_photo_of_seed, rng_seeds, workers=max(worker_counts), on_crash=_fail))
-  photos = [_unique(distinct[i % len(distinct)], i) for i in range(count)]
-  print(f"{count} photos ({sum(map(len, photos)) / count / 1e3:.0f} KB on average) held in memory; "
+  name, photos = benchmark_corpus.photos(count, workers=max(worker_counts))
+  print(f"{count} {name} photos ({sum(map(len, photos)) / count / 1e3:.0f} KB on average) held in memory; "
         f"{len(os.sched_getaffinity(0))} cores")
   print(f"{'workers':>8} {'images/s':>9} {'speed-up':>9} {'per worker':>11}")
   base = None
@@ -133,14 +78,9 @@ def scaling(worker_counts: list[int], count: int) -> None:
     print(f"{workers:8d} {rate:9.0f} {rate / base:9.2f} {rate / base / workers:11.2f}")
 
 
-def _photo_of_seed(seed: int) -> bytes:
-  return _photo(np.random.default_rng(seed))
-
-
 def near_duplicate_costs(count: int) -> None:
   from photo_datasets import images, near_duplicates
-  rng = np.random.default_rng(0)
-  photos = [_photo(rng) for _ in range(min(count, 200))]
+  name, photos = benchmark_corpus.photos(min(count, 200))
 
   def per_photo_ms() -> float:
     start = time.perf_counter()
@@ -156,7 +96,8 @@ def near_duplicate_costs(count: int) -> None:
     without = per_photo_ms()
   finally:
     near_duplicates.photo_hashes, near_duplicates.MIN_SIDE = real
-  print(f"scan of one photo ({len(photos)} photos of ~106 KB): {without:.2f} ms without the rule, "
+  print(f"scan of one photo ({len(photos)} {name} photos of "
+        f"{sum(map(len, photos)) / len(photos) / 1e3:.0f} KB): {without:.2f} ms without the rule, "
         f"{with_hashes:.2f} ms with its decode and hashes (+{with_hashes - without:.2f} ms)")
   start = time.perf_counter()
   found = near_duplicates.groups(_clustered_hashes(150_000, np.random.default_rng(0)))
@@ -280,8 +221,9 @@ def main() -> None:
 
   shutil.rmtree(args.workdir, ignore_errors=True)
   manual_dir = args.photos or f"{args.workdir}/manual"
+  corpus = args.photos
   if not args.photos:
-    make_corpus(manual_dir, args.images)
+    corpus = benchmark_corpus.write_kfood_zip(manual_dir, args.images) + " photos"
   count, naive_seconds = naive_loop(manual_dir)
   naive_rate = count / naive_seconds
   rows = [("naive PIL loop, 1 core (read, RGB, resize 224, encode)", 1, count, naive_seconds, None)]
@@ -295,7 +237,7 @@ def main() -> None:
   seen, read_seconds = read_rate(f"{args.workdir}/data_{args.workers}")
   rows.append(("read 224 train, tfds.load(batch_size=64)", None, seen, read_seconds, None))
 
-  print(f"\n{count} photos from {manual_dir}; {len(os.sched_getaffinity(0))} cores "
+  print(f"\n{count} photos from {manual_dir}: {corpus}; {len(os.sched_getaffinity(0))} cores "
         f"({os.cpu_count()} in the machine)")
   print(f"{'phase':58} {'images/s':>9} {'x naive':>8} {'per core':>9} {'peak RSS MB (main/worker)':>26}")
   for label, workers, n, seconds, result in rows:
@@ -312,7 +254,7 @@ def main() -> None:
     peaks = {}
     for size in args.rss:
       folder = f"{args.workdir}/rss_{size}"
-      make_corpus(f"{folder}/manual", size, seed=size)
+      benchmark_corpus.write_kfood_zip(f"{folder}/manual", size, seed=size)
       result = build("224", f"{folder}/manual", f"{folder}/data", args.workers, args.tfds_buffer_mb)
       peaks[size] = result["rss_mb"]
       records = sum(os.path.getsize(p) for p in glob.glob(f"{folder}/data/korean_food/224/*/*train.tfrecord*"))
