@@ -118,8 +118,10 @@ def _is_zip(name: str) -> bool:
   return name.lower().endswith(".zip")
 
 
-def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...]) -> Iterator[tuple[CorpusFile, zipfile.ZipFile]]:
-  for info in zf.infolist():
+def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...],
+              first: Callable[[str], bool]) -> Iterator[tuple[CorpusFile, zipfile.ZipFile]]:
+  # Stable: the files named by `first`, then the rest in archive order.
+  for info in sorted(zf.infolist(), key=lambda info: not first(info.filename.rsplit("/", 1)[-1])):
     if info.is_dir():
       continue
     name = member_name(info).replace("\\", "/")
@@ -131,13 +133,17 @@ def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...]) -> Iterator[tuple[
         yield CorpusFile(parts, location + (info.filename,), bad_archive=True), zf
         continue
       with inner:
-        yield from _walk_zip(inner, location + (info.filename,))
+        yield from _walk_zip(inner, location + (info.filename,), first)
     else:
       yield CorpusFile(parts, location + (info.filename,)), zf
 
 
-def walk(root: str | os.PathLike[str]) -> Iterator[tuple[CorpusFile, Callable[[], bytes]]]:
+def walk(root: str | os.PathLike[str], first: Callable[[str], bool] = lambda name: False,
+         ) -> Iterator[tuple[CorpusFile, Callable[[], bytes]]]:
   """Yields every file under `root` (zips opened) with a function reading it.
+
+  In each folder and archive, the files whose name `first` accepts come
+  first (the crop files, so that the photos after them have their boxes).
 
   A zip that cannot be opened is yielded itself, marked `bad_archive`. The
   reader is valid until the next file is yielded.
@@ -147,7 +153,7 @@ def walk(root: str | os.PathLike[str]) -> Iterator[tuple[CorpusFile, Callable[[]
     dirnames.sort()
     rel = os.path.relpath(dirpath, root)
     folder = () if rel == "." else tuple(disk_name(p) for p in rel.split(os.sep))
-    for file in sorted(filenames):
+    for file in sorted(filenames, key=lambda name: (not first(name), name)):
       path = os.path.join(dirpath, file)
       if _is_zip(file):
         try:
@@ -156,7 +162,7 @@ def walk(root: str | os.PathLike[str]) -> Iterator[tuple[CorpusFile, Callable[[]
           yield CorpusFile(folder + (disk_name(file),), (path,), bad_archive=True), functools.partial(_bad_zip, path)
           continue
         with zf:
-          for corpus_file, owner in _walk_zip(zf, (path,)):
+          for corpus_file, owner in _walk_zip(zf, (path,), first):
             yield corpus_file, functools.partial(owner.read, corpus_file.location[-1])
       else:
         yield CorpusFile(folder + (disk_name(file),), (path,)), functools.partial(_read_file, path)

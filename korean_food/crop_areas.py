@@ -52,16 +52,3 @@ def crop_key(name: str) -> str:
   written without extension; one that has it is tolerated."""
   stem, suffix = os.path.splitext(name.strip().lower())
   return stem if suffix in IMAGE_SUFFIXES else stem + suffix
-
-
-def relative_box(
-    box: tuple[int, int, int, int], width: int, height: int
-) -> tuple[float, float, float, float] | None:
-  """(x, y, w, h) pixels -> relative (ymin, xmin, ymax, xmax), clipped to the
-  image; None when nothing of the box lies inside the image."""
-  x, y, w, h = box
-  x1, y1 = max(x, 0), max(y, 0)
-  x2, y2 = min(x + w, width), min(y + h, height)
-  if x2 <= x1 or y2 <= y1:
-    return None
-  return (y1 / height, x1 / width, y2 / height, x2 / width)

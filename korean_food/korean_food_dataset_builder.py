@@ -8,9 +8,9 @@ import numpy as np
 import tensorflow_datasets as tfds
 from etils import epath
 
-from korean_food import classes, corpus, crop_areas
+from korean_food import classes, corpus
 from korean_food.listing import CorpusListing
-from photo_datasets import builder, generation, images
+from photo_datasets import builder, generation, scan
 from photo_datasets.generation import Example
 from photo_datasets.report import BuildReport
 from photo_datasets.scan import Photo
@@ -73,14 +73,13 @@ class Builder(builder.PhotoBuilder):
     """Gives each photo its crop box, mapped onto the upright image."""
     boxed = []
     for photo in photos:
-      key = crop_areas.crop_key(photo.file_name.rsplit("/", 1)[-1])
-      pixels = listing.crop_areas.get(photo.folder, {}).get(key)
+      pixels = listing.crop_area(photo.folder, photo.file_name.rsplit("/", 1)[-1])
       if pixels:
-        box = crop_areas.relative_box(pixels, *photo.check.stored_size)
+        box = scan.photo_box(pixels, photo.check)
         if box is None:
           report.counts["bad crop lines"] += 1
         else:
-          photo = dataclasses.replace(photo, box=images.upright_box(box, photo.check.orientation))
+          photo = dataclasses.replace(photo, box=box)
       boxed.append(photo)
     report.counts["images with a crop box"] = sum(p.box is not None for p in boxed)
     return boxed

@@ -39,6 +39,7 @@ def is_junk(parts: tuple[str, ...]) -> bool:
 class CorpusListing:
   """Iterates over the photos of a corpus root as `Candidate`s, reporting what
   it leaves out; afterwards `crop_areas` holds the boxes of every crop file.
+  Each folder's crop file is read before its photos, which carry their boxes.
 
   Args:
     root: the manual dir, in any layout `corpus.walk` reads.
@@ -53,7 +54,7 @@ class CorpusListing:
   def __iter__(self) -> Iterator[Candidate]:
     report = self.report
     report.counts["bad crop lines"] = 0
-    for file, read in corpus.walk(self.root):
+    for file, read in corpus.walk(self.root, first=lambda name: name.lower() == CROP_FILE):
       folder = file.parts[-2] if len(file.parts) > 1 else ""
       if file.name.lower() == CROP_FILE:
         parsed = crop_areas.parse_crop_areas(read())
@@ -77,7 +78,11 @@ class CorpusListing:
         except Exception as e:  # A damaged archive member.
           report.skip(file_name, f"unreadable: {e}")
           continue
-        yield Candidate(file_name, file.location, data)
+        yield Candidate(file_name, file.location, data, self.crop_area(folder, file.name))
+
+  def crop_area(self, folder: str, file_name: str) -> tuple[int, int, int, int] | None:
+    """The crop box of a photo in stored pixels, from the crop files read so far."""
+    return self.crop_areas.get(folder, {}).get(crop_areas.crop_key(file_name))
 
   def _check_prefix(self, file_name: str, food: classes.FoodClass) -> None:
     prefix = _PREFIX.match(file_name.rsplit("/", 1)[-1])

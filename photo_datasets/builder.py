@@ -119,7 +119,12 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     # The build in progress: its report, and whether Beam runs it.
     self._report = BuildReport()
     self._beam = bool(download_config.beam_runner or download_config.beam_options)
-    super()._download_and_prepare(dl_manager, download_config)
+    self._converted: scan.ConvertedImages | None = None  # What the scan converted already.
+    try:
+      super()._download_and_prepare(dl_manager, download_config)
+    finally:
+      if self._converted is not None:
+        self._converted.close()
     self.info.metadata.update(self._report.as_metadata())
     sizes = {name: split.num_examples for name, split in self.info.splits.items()}
     print(self._report.summary(f"{self.name}/{self.builder_config.name}", sizes), flush=True)
@@ -144,7 +149,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
       from photo_datasets import beam_generation  # Needs apache_beam.
       return beam_generation.ConvertSplit(photos, make, self.READER, self._beam_skips_dir, split)
     return generation.generate_locally(
-        photos, make, self.READER(), self._report.skipped_files, workers=self.workers)
+        photos, make, self.READER(), self._report.skipped_files, workers=self.workers,
+        converted=self._converted)
 
   @property
   def _beam_skips_dir(self) -> epath.Path:
@@ -164,7 +170,10 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
         return scan.load_scan(cache)
     report = BuildReport()
     listing = self._list_source(source, report)
-    photos = scan.scan(listing, report, workers=self.workers)
+    size = self.builder_config.image_size
+    if size and not self._beam:  # Beam workers convert on other machines.
+      self._converted = scan.ConvertedImages(size, self.data_dir)
+    photos = scan.scan(listing, report, workers=self.workers, converted=self._converted)
     photos = self._annotate(photos, listing, report)
     if cache:
       scan.save_scan(cache, photos, report)

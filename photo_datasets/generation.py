@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from photo_datasets import images, parallel
 from photo_datasets.report import Skipped
-from photo_datasets.scan import Photo
+from photo_datasets.scan import ConvertedImages, Photo
 
 Example = dict[str, Any]
 
@@ -70,7 +70,20 @@ class ExampleMaker:
     size = self.image_size
     # The crop box shapes sized images only; `full` keeps it as a feature.
     image = images.encode_image(data, photo.check, size=size, box=photo.box if size else None)
+    return self.with_image(photo, image)
+
+  def with_image(self, photo: Photo, image: bytes) -> Example:
     return {"image": image, **self.fields(photo)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Converted:
+  """A photo's stored image, converted already by the scan."""
+
+  image: bytes
+
+
+Source = bytes | Converted | Skipped  # What generation has of a photo before its conversion.
 
 
 def read_or_skip(reader: Reader, photo: Photo) -> bytes | Skipped:
@@ -80,10 +93,12 @@ def read_or_skip(reader: Reader, photo: Photo) -> bytes | Skipped:
     return Skipped(photo.file_name, f"unreadable: {type(e).__name__}: {e}")
 
 
-def convert_or_skip(make: ExampleMaker, photo: Photo, data: bytes | Skipped) -> tuple[str, Example] | Skipped:
+def convert_or_skip(make: ExampleMaker, photo: Photo, data: Source) -> tuple[str, Example] | Skipped:
   """The one per-photo step of every execution path."""
   if isinstance(data, Skipped):
     return data
+  if isinstance(data, Converted):
+    return photo.file_name, make.with_image(photo, data.image)
   try:
     return photo.file_name, make(photo, data)
   except Exception as e:  # Already validated: no single file may stop a build.
@@ -96,15 +111,15 @@ class _Convert:
 
   make: ExampleMaker
 
-  def __call__(self, task: tuple[Photo, bytes | Skipped]) -> tuple[str, Example] | Skipped:
+  def __call__(self, task: tuple[Photo, Source]) -> tuple[str, Example] | Skipped:
     return convert_or_skip(self.make, *task)
 
-  def inline(self, task: tuple[Photo, bytes | Skipped]) -> bool:
+  def inline(self, task: tuple[Photo, Source]) -> bool:
     photo, data = task
-    return isinstance(data, Skipped) or not self.make.converts(photo)
+    return isinstance(data, (Skipped, Converted)) or not self.make.converts(photo)
 
 
-def _crashed(task: tuple[Photo, bytes | Skipped]) -> Skipped:
+def _crashed(task: tuple[Photo, Source]) -> Skipped:
   return Skipped(task[0].file_name,
                  "conversion killed the worker process (out of memory or a decoder crash)")
 
@@ -116,12 +131,18 @@ def generate_locally(
     skipped: list[Skipped],
     *,
     workers: int,
+    converted: ConvertedImages | None = None,
 ) -> Iterator[tuple[str, Example]]:
   """Yields the examples of `photos` (in location order), appending what was
-  skipped to `skipped`."""
+  skipped to `skipped`. Photos in `converted` are neither read nor converted again."""
   convert = _Convert(make)
+
+  def source(photo: Photo) -> Source:
+    image = converted.take(photo, make.image_size) if converted is not None else None
+    return Converted(image) if image is not None else read_or_skip(reader, photo)
+
   with reader:
-    tasks = ((photo, read_or_skip(reader, photo)) for photo in photos)
+    tasks = ((photo, source(photo)) for photo in photos)
     for result in parallel.ordered_map(
         convert, tasks, workers=workers, on_crash=_crashed, inline=convert.inline):
       if isinstance(result, Skipped):

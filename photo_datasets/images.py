@@ -16,7 +16,7 @@ import warnings
 from typing import cast
 
 import numpy as np
-from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
+from PIL import ExifTags, Image, UnidentifiedImageError
 
 from photo_datasets import near_duplicates
 
@@ -24,6 +24,8 @@ from photo_datasets import near_duplicates
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")
 READABLE_FORMATS = frozenset({"JPEG", "MPO", "PNG", "BMP", "GIF", "WEBP"})
 JPEG_QUALITY = 92
+
+Box = tuple[float, float, float, float]  # ymin, xmin, ymax, xmax; relative, upright.
 
 
 class BadImage(ValueError):
@@ -86,30 +88,74 @@ def _orientation(image: Image.Image) -> int:
 
 
 def inspect_image(data: bytes) -> ImageCheck:
-  """Decodes `data` completely and describes it; raises `BadImage` if unusable.
+  """Decodes `data` completely and describes it; raises `BadImage` if unusable."""
+  return decode_and_inspect(data)[0]
 
-  JPEGs are decoded at 1/8 scale: every byte is still read, so truncation is
-  caught, at a fraction of the cost of a full decode.
+
+# The scan decodes a JPEG at the smallest DCT scale that keeps this many pixels
+# on the short side: enough for the hashes and for the default config's
+# conversion, which then needs no second decode (`encode_image(decoded=...)`).
+SCAN_SIDE = 224
+
+
+def decode_and_inspect(data: bytes) -> tuple[ImageCheck, Image.Image]:
+  """The scan's one decode: what `inspect_image` says, and the upright RGB
+  pixels it decoded (JPEGs at `scan_reduction`). Raises `BadImage`.
+
+  Every byte is read even at reduced scale, so truncation is caught, at a
+  fraction of the cost of a full decode.
   """
+  # Not closed: the pixels may be this very image (RGB, upright), and closing
+  # it would free them. The file is an in-memory BytesIO.
   image = _open(data)
-  with image:
-    width, height = image.size
-    orientation = _orientation(image)
-    upright = (height, width) if swaps_axes(orientation) else (width, height)
-    fmt = cast(str, image.format)  # _open checked it.
-    mode = image.mode
-    if min(upright) < 1:
-      raise BadImage("image has no pixels")
-    if fmt in ("JPEG", "MPO"):  # Checked at reduced scale, with enough pixels left for the hashes.
-      scale = max(1, min(8, min(width, height) // near_duplicates.MIN_SIDE))
-      image.draft(None, (-(-width // scale), -(-height // scale)))
-    try:
-      image.load()
-    except Exception as e:
-      raise BadImage(f"cannot decode {fmt}: {e}") from None
-    # The hash comes from the pixels just decoded, upright and as they will be stored.
-    hashes = near_duplicates.photo_hashes(_to_rgb(_upright(image, orientation)))
-  return ImageCheck(fmt, mode, *upright, orientation, hashes)
+  width, height = image.size
+  orientation = _orientation(image)
+  upright = (height, width) if swaps_axes(orientation) else (width, height)
+  fmt = cast(str, image.format)  # _open checked it.
+  mode = image.mode
+  if min(upright) < 1:
+    raise BadImage("image has no pixels")
+  if fmt in ("JPEG", "MPO"):
+    _draft(image, _jpeg_reduction(image.size, SCAN_SIDE, 1.0))
+  try:
+    image.load()
+  except Exception as e:
+    raise BadImage(f"cannot decode {fmt}: {e}") from None
+  # The hash comes from the pixels just decoded, upright and as they will be stored.
+  pixels = _to_rgb(_upright(image, orientation))
+  hashes = near_duplicates.photo_hashes(pixels)
+  return ImageCheck(fmt, mode, *upright, orientation, hashes), pixels
+
+
+def _jpeg_reduction(stored: tuple[int, int], size: int, fraction: float) -> int:
+  """The DCT reduction (1, 2, 4 or 8) PIL's `draft` picks to leave at least
+  `size` pixels on the short side of a `fraction` of the image."""
+  scale = size / max(fraction * min(stored), 1)
+  request = (int(stored[0] * scale) + 1, int(stored[1] * scale) + 1)
+  most = min(stored[0] // request[0], stored[1] // request[1])
+  return next((r for r in (8, 4, 2) if most >= r), 1)
+
+
+def _draft(image: Image.Image, reduction: int) -> None:
+  if reduction > 1:
+    image.draft(None, (image.width // reduction, image.height // reduction))
+
+
+def scan_reduction(check: ImageCheck) -> int:
+  """The reduction of the pixels `decode_and_inspect` decoded."""
+  if check.format not in ("JPEG", "MPO"):
+    return 1
+  return _jpeg_reduction(check.stored_size, SCAN_SIDE, 1.0)
+
+
+def conversion_reduction(check: ImageCheck, size: int | None, box: Box | None) -> int:
+  """The reduction a conversion decodes at: enough pixels for `size` (of the
+  box), and never fewer than the scan's, so a conversion from the scan's
+  pixels is the same as one from a decode of its own."""
+  if check.format not in ("JPEG", "MPO") or not size:
+    return 1
+  fraction = 1.0 if box is None else min(box[2] - box[0], box[3] - box[1])
+  return min(_jpeg_reduction(check.stored_size, size, fraction), scan_reduction(check))
 
 
 _TRANSPOSE = {  # EXIF orientation -> the turn that shows the image upright, as ImageOps.exif_transpose.
@@ -152,7 +198,8 @@ def encode_image(
     check: ImageCheck,
     *,
     size: int | None = None,
-    box: tuple[float, float, float, float] | None = None,
+    box: Box | None = None,
+    decoded: Image.Image | None = None,
 ) -> bytes:
   """Returns the JPEG bytes to store for a valid image.
 
@@ -163,19 +210,22 @@ def encode_image(
       square cropped and resized to `size`×`size`.
     box: optional crop (ymin, xmin, ymax, xmax), relative to the upright image,
       applied before the square crop.
+    decoded: the pixels of `decode_and_inspect`, used instead of decoding again
+      where they are the ones this conversion decodes (`encodes_from_scan`).
 
   A clean JPEG with neither size nor box is returned unchanged.
   """
   if size is None and box is None and check.is_clean_jpeg:
     return data
-  with _open(data) as image:
-    if size and image.format in ("JPEG", "MPO"):
-      # Decode at the smallest DCT scale that still leaves >= size pixels.
-      fraction = 1.0 if box is None else min(box[2] - box[0], box[3] - box[1])
-      scale = size / max(fraction * min(check.width, check.height), 1)
-      image.draft(None, (int(image.width * scale) + 1, int(image.height * scale) + 1))
-    image.seek(0)  # First frame of an animated GIF or WebP.
-    image = _to_rgb(ImageOps.exif_transpose(image))
+  if decoded is not None and encodes_from_scan(check, size, box):
+    image = decoded
+  else:
+    source = _open(data)  # Not closed, as in `decode_and_inspect`.
+    if source.format in ("JPEG", "MPO"):
+      _draft(source, conversion_reduction(check, size, box))
+    source.seek(0)  # First frame of an animated GIF or WebP.
+    source.load()
+    image = _to_rgb(_upright(source, check.orientation))
   if box is not None:
     ymin, xmin, ymax, xmax = box
     w, h = image.size
@@ -187,9 +237,24 @@ def encode_image(
   return out.getvalue()
 
 
-def upright_box(
-    box: tuple[float, float, float, float], orientation: int
-) -> tuple[float, float, float, float]:
+def encodes_from_scan(check: ImageCheck, size: int | None, box: Box | None) -> bool:
+  """Whether the scan's pixels are those this conversion decodes: then the
+  photo is converted in the scan, decoded once."""
+  return conversion_reduction(check, size, box) == scan_reduction(check)
+
+
+def relative_box(box: tuple[int, int, int, int], width: int, height: int) -> Box | None:
+  """(x, y, w, h) pixels -> relative (ymin, xmin, ymax, xmax), clipped to the
+  image; None when nothing of the box lies inside the image."""
+  x, y, w, h = box
+  x1, y1 = max(x, 0), max(y, 0)
+  x2, y2 = min(x + w, width), min(y + h, height)
+  if x2 <= x1 or y2 <= y1:
+    return None
+  return (y1 / height, x1 / width, y2 / height, x2 / width)
+
+
+def upright_box(box: Box, orientation: int) -> Box:
   """Maps a relative (ymin, xmin, ymax, xmax) box on the stored pixels to the
   image as shown after its EXIF orientation is applied."""
   ymin, xmin, ymax, xmax = box

@@ -47,9 +47,6 @@ REGIONS = (
 # or more; their keys within 8 of 64 bits. See scripts/near_duplicate_tuning.py.
 THRESHOLD = 56
 KEY_THRESHOLD = 8
-# Shortest side the hashed decode keeps: below it a photo resized to 30 % has
-# too few pixels left for the grid.
-MIN_SIDE = 64
 
 _INTEGER_MODES = ("I", "I;16", "I;16B", "I;16L", "I;16N", "F")
 _MAX_SEGMENT_BITS = 22  # Bucket tables of at most 2**22 entries.

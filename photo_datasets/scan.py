@@ -2,10 +2,14 @@
 
 A builder lists its source as `Candidate`s (name, location, bytes), read in
 location order in this process. Workers decode each one completely
-(`images.inspect_image`) and hash it for the split rule; what cannot be used
-is skipped with its reason in the `BuildReport`. The result is saved in TFDS's
-download dir, keyed by the names, sizes and times of the source files, and
-reused by every config built later from the same files.
+(`images.decode_and_inspect`) and hash it for the split rule; what cannot be
+used is skipped with its reason in the `BuildReport`. The result is saved in
+TFDS's download dir, keyed by the names, sizes and times of the source files,
+and reused by every config built later from the same files.
+
+The first build of a sized config also converts each photo from the scan's
+own decode (`ConvertedImages`), so a photo is decoded once, not twice: the
+results wait in an unnamed temporary file until TFDS asks for each split.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -26,7 +31,8 @@ from tensorflow_datasets.core.utils import tqdm_utils
 from photo_datasets import images, near_duplicates, parallel, splits
 from photo_datasets.report import BuildReport, Skipped, class_folder
 
-Box = tuple[float, float, float, float]  # ymin, xmin, ymax, xmax; relative, upright.
+Box = images.Box
+PixelBox = tuple[int, int, int, int]  # x, y, width, height in the stored pixels.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +42,16 @@ class Candidate:
   file_name: str  # Example key and `file_name` feature: "<...>/<class>/<file>".
   location: tuple[str, ...]  # How the builder's reader finds the bytes again.
   data: bytes
+  # Its crop box, where the listing knows it already (the builder's `_annotate`
+  # has the last word): lets the scan convert a cropped photo too.
+  crop: PixelBox | None = None
+
+
+def photo_box(crop: PixelBox, check: images.ImageCheck) -> Box | None:
+  """A crop box in stored pixels as a relative box on the upright image; None
+  when nothing of it lies inside the image."""
+  box = images.relative_box(crop, *check.stored_size)
+  return None if box is None else images.upright_box(box, check.orientation)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,23 +76,81 @@ class Photo:
     return class_folder(self.file_name)
 
 
-def inspect_candidate(candidate: Candidate) -> Photo | Skipped:
-  """The per-file work of the scan (runs in a worker)."""
-  try:
-    check = images.inspect_image(candidate.data)
-  except images.BadImage as e:
-    return Skipped(candidate.file_name, str(e))
-  digest = splits.content_digest(candidate.data)
-  return Photo(candidate.file_name, candidate.location, digest, check)
+class ConvertedImages:
+  """The stored images of one sized config, converted by the scan from its own
+  decode, on disk until generation asks for them.
+
+  An unnamed temporary file in `folder` (the build's own): nothing is left
+  behind, even when the build is killed. Its index keeps a few numbers per photo.
+  """
+
+  def __init__(self, size: int, folder: str | os.PathLike[str]):
+    self.size = size
+    self._file = tempfile.TemporaryFile(dir=folder)
+    self._index: dict[str, tuple[int, int, Box | None]] = {}
+    self._end = 0
+
+  def add(self, file_name: str, image: bytes, box: Box | None) -> None:
+    os.pwrite(self._file.fileno(), image, self._end)
+    self._index[file_name] = (self._end, len(image), box)
+    self._end += len(image)
+
+  def take(self, photo: Photo, size: int | None) -> bytes | None:
+    """The photo's stored image, if it was converted for `size` with the box
+    the photo has now."""
+    entry = self._index.get(photo.file_name)
+    if entry is None or size != self.size or entry[2] != photo.box:
+      return None
+    offset, length, _ = entry
+    return os.pread(self._file.fileno(), length, offset)
+
+  def __len__(self) -> int:
+    return len(self._index)
+
+  def close(self) -> None:
+    self._file.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Scanned:
+  photo: Photo
+  image: bytes | None  # Converted from the scan's decode, for `_Inspect.size`.
+  box: Box | None  # The crop box it was converted with.
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inspect:
+  """The per-file work of the scan (runs in a worker): the check, the hashes,
+  and for a sized config the conversion from the same decode."""
+
+  size: int | None
+
+  def __call__(self, candidate: Candidate) -> _Scanned | Skipped:
+    try:
+      check, pixels = images.decode_and_inspect(candidate.data)
+    except images.BadImage as e:
+      return Skipped(candidate.file_name, str(e))
+    photo = Photo(candidate.file_name, candidate.location, splits.content_digest(candidate.data), check)
+    box = photo_box(candidate.crop, check) if candidate.crop else None
+    image = None
+    if self.size and images.encodes_from_scan(check, self.size, box):
+      try:
+        image = images.encode_image(candidate.data, check, size=self.size, box=box, decoded=pixels)
+      except Exception:  # Generation converts it again, and reports the failure.
+        image = None
+    return _Scanned(photo, image, box)
 
 
 def _crashed(candidate: Candidate) -> Skipped:
   return Skipped(candidate.file_name,
-                 "decoding it killed the worker process (out of memory or a decoder crash)")
+                 "checking or converting it killed the worker process (out of memory or a decoder crash)")
 
 
-def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int) -> list[Photo]:
-  """Validates and hashes every candidate; returns the photos sorted by name."""
+def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
+         converted: ConvertedImages | None = None) -> list[Photo]:
+  """Validates and hashes every candidate; returns the photos sorted by name.
+  With `converted`, also converts each photo for its config where the scan's
+  decode suffices."""
 
   def first_copies() -> Iterator[Candidate]:
     seen = set()
@@ -89,12 +163,14 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int) 
       yield candidate
 
   photos = []
-  for result in parallel.ordered_map(
-      inspect_candidate, first_copies(), workers=workers, on_crash=_crashed):
+  inspect = _Inspect(converted.size if converted is not None else None)
+  for result in parallel.ordered_map(inspect, first_copies(), workers=workers, on_crash=_crashed):
     if isinstance(result, Skipped):
       report.skipped_files.append(result)
-    else:
-      photos.append(result)
+      continue
+    photos.append(result.photo)
+    if converted is not None and result.image is not None:
+      converted.add(result.photo.file_name, result.image, result.box)
   by_digest = collections.defaultdict(list)
   for photo in photos:
     by_digest[photo.digest].append(photo.file_name)
@@ -126,7 +202,7 @@ def group_near_duplicates(photos: list[Photo], report: BuildReport) -> list[Phot
 
 
 # Bump when the scan learns something new or checks differently.
-_SCAN_FORMAT = 3
+_SCAN_FORMAT = 4
 
 
 def source_fingerprint(root: str) -> str:

@@ -24,7 +24,7 @@ import tempfile
 import numpy as np
 
 from korean_food.listing import CorpusListing
-from photo_datasets import scan, testing
+from photo_datasets import images, testing
 from photo_datasets.report import BuildReport
 
 SAMPLE_ZIP = pathlib.Path(__file__).resolve().parents[1] / "korean_food" / "sample" / "kfood.zip"
@@ -115,8 +115,15 @@ def kept_photos(kfood_zip: bytes) -> list[bytes]:
   with tempfile.TemporaryDirectory() as root:
     (pathlib.Path(root) / "kfood.zip").write_bytes(kfood_zip)
     listing = CorpusListing(root, BuildReport())
-    return [candidate.data for candidate in listing
-            if isinstance(scan.inspect_candidate(candidate), scan.Photo)]
+    return [candidate.data for candidate in listing if _decodes(candidate.data)]
+
+
+def _decodes(data: bytes) -> bool:
+  try:
+    images.inspect_image(data)
+  except images.BadImage:
+    return False
+  return True
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from korean_food import crop_areas
-from photo_datasets import testing
+from photo_datasets import images, testing
 
 CROP_LINES = [
     "[sections]",
@@ -71,15 +71,15 @@ def test_crop_lines_not_utf8_do_not_crash():
 
 
 def test_crop_box_inside_image_is_relative_ymin_xmin_ymax_xmax():
-  assert crop_areas.relative_box((45, 76, 538, 404), 640, 480) == pytest.approx(
+  assert images.relative_box((45, 76, 538, 404), 640, 480) == pytest.approx(
       (76 / 480, 45 / 640, 480 / 480, 583 / 640))
 
 
 def test_crop_box_running_past_image_is_clipped():
-  assert crop_areas.relative_box((100, 50, 500, 400), 180, 240) == pytest.approx((50 / 240, 100 / 180, 1.0, 1.0))
-  assert crop_areas.relative_box((-10, -20, 60, 70), 100, 100) == pytest.approx((0.0, 0.0, 0.5, 0.5))
+  assert images.relative_box((100, 50, 500, 400), 180, 240) == pytest.approx((50 / 240, 100 / 180, 1.0, 1.0))
+  assert images.relative_box((-10, -20, 60, 70), 100, 100) == pytest.approx((0.0, 0.0, 0.5, 0.5))
 
 
 def test_crop_box_outside_image_is_no_box():
-  assert crop_areas.relative_box((500, 500, 10, 10), 320, 240) is None
-  assert crop_areas.relative_box((0, 240, 10, 10), 320, 240) is None
+  assert images.relative_box((500, 500, 10, 10), 320, 240) is None
+  assert images.relative_box((0, 240, 10, 10), 320, 240) is None

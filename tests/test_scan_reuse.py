@@ -8,7 +8,7 @@ import shutil
 
 import korean_food
 from photo_datasets import images
-from photo_datasets.testing import build
+from photo_datasets.testing import build, read_examples
 
 SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 
@@ -22,8 +22,8 @@ def test_later_configs_reuse_the_scan_until_the_source_changes(tmp_path, monkeyp
   manual_dir = tmp_path / "manual"
   shutil.copytree(SAMPLE, manual_dir)
   inspected = []
-  real_inspect = images.inspect_image
-  monkeypatch.setattr(images, "inspect_image",
+  real_inspect = images.decode_and_inspect
+  monkeypatch.setattr(images, "decode_and_inspect",
                       lambda data: inspected.append(len(data)) or real_inspect(data))
 
   first = _build_in_this_process("224", manual_dir, tmp_path / "data")
@@ -52,3 +52,32 @@ def test_scan_is_never_written_into_the_manual_dir(tmp_path):
   builder = build("korean_food/64", tmp_path / "data", manual_dir, download_dir=manual_dir)
   assert builder.info.splits["train"].num_examples > 0
   assert files() == before
+
+
+def _count_decodes(monkeypatch) -> list[int]:
+  """Every image the build opens to decode, by size of its bytes."""
+  opened: list[int] = []
+  real_open = images._open
+  monkeypatch.setattr(images, "_open", lambda data: opened.append(len(data)) or real_open(data))
+  return opened
+
+
+def test_a_first_build_decodes_each_photo_once_and_equals_a_build_from_the_saved_scan(tmp_path, monkeypatch):
+  manual_dir = tmp_path / "manual"
+  shutil.copytree(SAMPLE, manual_dir)
+  opened = _count_decodes(monkeypatch)
+  scanned: list[int] = []
+  real_inspect = images.decode_and_inspect
+  monkeypatch.setattr(images, "decode_and_inspect", lambda data: scanned.append(len(data)) or real_inspect(data))
+  first = _build_in_this_process("224", manual_dir, tmp_path / "data")
+  photos = sum(split.num_examples for split in first.info.splits.values())
+  # The scan opens every image file once; generation opens none again (a photo
+  # whose crop box needs more pixels than the scan decoded would be: none here).
+  assert len(scanned) > photos > 30 and opened == scanned
+
+  # Same download dir, another data dir: the saved scan, and every photo converted in generation.
+  opened.clear()
+  again = build("korean_food/224", tmp_path / "again", manual_dir, workers=1,
+                download_dir=tmp_path / "data" / "downloads")
+  assert len(opened) == photos
+  assert read_examples(again) == read_examples(first)

@@ -67,21 +67,28 @@ def _kill_on(victim: bytes, real):
   return kill_or_run
 
 
-def test_a_worker_killed_while_converting_skips_that_photo(tmp_path, monkeypatch):
+@pytest.mark.parametrize("scan_saved, reason", [
+    # A first build converts in the scan, from the scan's decode.
+    (False, "checking or converting it killed the worker process (out of memory or a decoder crash)"),
+    # A build that reuses the saved scan converts in generation.
+    (True, "conversion killed the worker process (out of memory or a decoder crash)"),
+])
+def test_a_worker_killed_while_converting_skips_that_photo(tmp_path, monkeypatch, scan_saved, reason):
   manual, victim, victim_name = _flowers(tmp_path)
+  if scan_saved:
+    build("flowers_dataset/full", tmp_path / "data", manual, workers=2)
   monkeypatch.setattr(images, "encode_image", _kill_on(victim, images.encode_image))
   builder = build("flowers_dataset/64", tmp_path / "data", manual, workers=2)
   skipped = builder.info.metadata["skipped_files"]
-  assert skipped == [{"file_name": victim_name, "reason":
-                      "conversion killed the worker process (out of memory or a decoder crash)"}]
+  assert skipped == [{"file_name": victim_name, "reason": reason}]
   assert set(read_examples(builder)) == {f"{p.parent.name}/{p.name}" for p in manual.glob("*/*/*.jpg")} - {victim_name}
 
 
 def test_a_worker_killed_while_scanning_skips_that_photo(tmp_path, monkeypatch):
   manual, victim, victim_name = _flowers(tmp_path)
-  monkeypatch.setattr(images, "inspect_image", _kill_on(victim, images.inspect_image))
+  monkeypatch.setattr(images, "decode_and_inspect", _kill_on(victim, images.decode_and_inspect))
   builder = build("flowers_dataset/64", tmp_path / "data", manual, workers=2)
   assert builder.info.metadata["skipped_files"] == [{
       "file_name": victim_name,
-      "reason": "decoding it killed the worker process (out of memory or a decoder crash)"}]
+      "reason": "checking or converting it killed the worker process (out of memory or a decoder crash)"}]
   assert len(read_examples(builder)) == 39
