@@ -20,6 +20,9 @@ of the main process (`VmHWM`) and of the largest worker (`getrusage`; it
 counts the pages a forked worker shares with the main process). `--rss A B`
 also builds `224` from A and from B generated photos and compares the peaks.
 
+`--steps` times instead each step of one photo's work on one core (the scan's
+decode and hashes, the conversion, SHA-256, the naive loop's decode).
+
 `--near_duplicates` measures instead the cost of the near-duplicate rule: the
 perceptual hashes per photo (the scan with them against the scan without) and
 the grouping of 150,000 photos' hashes.
@@ -44,6 +47,7 @@ import shutil
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -57,6 +61,46 @@ def _build_work(data: bytes) -> int:
   check = images.inspect_image(data)
   splits.content_digest(data)
   return len(images.encode_image(data, check, size=224))
+
+
+def steps(count: int) -> None:
+  """Where one photo's time goes, step by step, on one core (photos in memory)."""
+  from photo_datasets import images, near_duplicates, splits
+  name, photos = benchmark_corpus.photos(count)
+  scanned = [images.decode_and_inspect(data) for data in photos]
+
+  def naive(data: bytes) -> None:
+    with Image.open(io.BytesIO(data)) as image:
+      small = image.convert("RGB").resize((224, 224), Image.BICUBIC)
+    small.save(io.BytesIO(), "JPEG", quality=92)
+
+  def full_decode(data: bytes) -> None:
+    with Image.open(io.BytesIO(data)) as image:
+      image.load()
+
+  timed = {
+      "naive loop: open, RGB, resize 224, encode": (naive, photos),
+      "  of which the full decode": (full_decode, photos),
+      "scan: one decode (224 px kept), check and hashes": (images.decode_and_inspect, photos),
+      "  of which the near-copy hashes": (near_duplicates.photo_hashes, [pixels for _, pixels in scanned]),
+      "scan: SHA-256": (splits.content_digest, photos),
+      "conversion to 224 from the scan's pixels": (
+          lambda item: images.encode_image(b"", item[0], size=224, decoded=item[1]), scanned),
+      "conversion to 224 from a decode of its own": (
+          lambda item: images.encode_image(item[0], item[1][0], size=224), list(zip(photos, scanned, strict=True))),
+  }
+  print(f"{count} {name} photos ({sum(map(len, photos)) / count / 1e3:.0f} KB on average), one core, "
+        f"best of 3, ms per photo:")
+  for label, (step, items) in timed.items():
+    best = min(_seconds(step, items) for _ in range(3))
+    print(f"  {label:52} {best / len(items) * 1e3:6.2f}")
+
+
+def _seconds(step: Any, items: list[Any]) -> float:
+  start = time.perf_counter()
+  for item in items:
+    step(item)
+  return time.perf_counter() - start
 
 
 def _fail(item: object) -> int:
@@ -150,12 +194,12 @@ def _build_in_this_process(config: str, manual_dir: str, data_dir: str, workers:
 
   import korean_food  # noqa: F401  (registers the builder)
   builder = tfds.builder(f"korean_food/{config}", data_dir=data_dir, workers=workers)
-  start = time.perf_counter()
+  start, cpu_start = time.perf_counter(), time.process_time()
   builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=manual_dir))
-  seconds = time.perf_counter() - start
+  seconds, main_cpu = time.perf_counter() - start, time.process_time() - cpu_start
   examples = sum(split.num_examples for split in builder.info.splits.values())
   print("RESULT " + json.dumps({
-      "seconds": seconds, "examples": examples, "rss_mb": _peak_rss_mb(),
+      "seconds": seconds, "examples": examples, "rss_mb": _peak_rss_mb(), "main_cpu_seconds": main_cpu,
       "worker_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
   }))
 
@@ -193,7 +237,9 @@ def read_rate(data_dir: str) -> tuple[int, float]:
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--photos", help="a folder in any korean_food layout; default: generate")
-  parser.add_argument("--images", type=int, default=3000, help="photos to generate")
+  parser.add_argument("--images", type=int, default=3000, help="photos to make")
+  parser.add_argument("--generated", action="store_true",
+                      help="use the generated fallback pictures even where the real photos are present")
   parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
   parser.add_argument("--rss", type=int, nargs=2, metavar=("A", "B"),
                       help="also compare the peak RSS of 224 builds of A and B generated photos")
@@ -202,6 +248,8 @@ def main() -> None:
                            "to see this package's own memory")
   parser.add_argument("--near_duplicates", action="store_true",
                       help="only measure the cost of the near-duplicate rule")
+  parser.add_argument("--steps", action="store_true",
+                      help="only time each step of one photo's work on one core")
   parser.add_argument("--scaling", type=int, nargs="+", metavar="N",
                       help="only measure the per-photo work on N workers (no TensorFlow needed)")
   parser.add_argument("--workdir", default="/tmp/photo_datasets_bench")
@@ -214,6 +262,9 @@ def main() -> None:
   if args.scaling:
     scaling(args.scaling, args.images)
     return
+  if args.steps:
+    steps(min(args.images, 400))
+    return
   if args.near_duplicates:
     near_duplicate_costs(args.images)
     return
@@ -222,7 +273,8 @@ def main() -> None:
   manual_dir = args.photos or f"{args.workdir}/manual"
   corpus = args.photos
   if not args.photos:
-    corpus = benchmark_corpus.write_kfood_zip(manual_dir, args.images) + " photos"
+    realdata = None if args.generated else benchmark_corpus.REALDATA
+    corpus = benchmark_corpus.write_kfood_zip(manual_dir, args.images, realdata=realdata) + " photos"
   count, naive_seconds = naive_loop(manual_dir)
   naive_rate = count / naive_seconds
   rows = [("naive PIL loop, 1 core (read, RGB, resize 224, encode)", 1, count, naive_seconds, None)]
@@ -238,12 +290,14 @@ def main() -> None:
 
   print(f"\n{count} photos from {manual_dir}: {corpus}; {len(os.sched_getaffinity(0))} cores "
         f"({os.cpu_count()} in the machine)")
-  print(f"{'phase':58} {'images/s':>9} {'x naive':>8} {'per core':>9} {'peak RSS MB (main/worker)':>26}")
+  print(f"{'phase':58} {'images/s':>9} {'x naive':>8} {'per core':>9} {'peak RSS MB (main/worker)':>26} "
+        f"{'main CPU ms/photo':>18}")
   for label, workers, n, seconds, result in rows:
     rate = n / seconds
     per_core = f"{rate / naive_rate / workers:.2f}" if workers else ""
     rss = f"{result['rss_mb']:.0f} / {result['worker_rss_mb']:.0f}" if result else ""
-    print(f"{label:58} {rate:9.0f} {rate / naive_rate:8.2f} {per_core:>9} {rss:>26}")
+    main_cpu = f"{result['main_cpu_seconds'] / n * 1e3:.2f}" if result else ""
+    print(f"{label:58} {rate:9.0f} {rate / naive_rate:8.2f} {per_core:>9} {rss:>26} {main_cpu:>18}")
   rate_224, rate_full = count / rows[-3][3], count / rows[-2][3]
   total = 150_513 / rate_224 + 150_513 / rate_full
   print(f"projected full corpus (150,513 photos), 224 then full with {args.workers} workers: "
