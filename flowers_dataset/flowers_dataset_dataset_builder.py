@@ -20,7 +20,7 @@ from tensorflow_datasets.core.download.resource import get_dl_fname
 from flowers_dataset.attributions import parse_attributions
 from photo_datasets import builder, generation, images
 from photo_datasets.report import BuildReport
-from photo_datasets.scan import Candidate, Photo
+from photo_datasets.scan import Candidate, Photo, Span
 
 _URL = "http://download.tensorflow.org/example_images/flower_photos.tgz"
 # tf_flowers' label order, so label ids match it.
@@ -115,7 +115,7 @@ class Builder(builder.PhotoBuilder):
       elif path.parent.name not in _LABELS or path.parent.parent != pathlib.Path(source):
         report.skip(rel, f"not in one of the class folders {', '.join(_LABELS)}")
       else:
-        yield Candidate(rel, (str(path),), path.read_bytes())
+        yield Candidate(rel, (str(path),), span=Span(str(path)))  # The worker reads it.
 
   def _example_maker(self, source: epath.Path) -> _FlowerExample:
     license_file = source / "LICENSE.txt"

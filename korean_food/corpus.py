@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from korean_food.classes import nfc
+from photo_datasets.scan import READABLE_ZIP_METHODS, Span
 
 _UTF8_FLAG = 0x800
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., name length, extra length
@@ -61,6 +62,7 @@ class CorpusFile:
   parts: tuple[str, ...]  # NFC folder names and file name, root first.
   location: tuple[str, ...]  # Disk path, then zip member names, outermost first.
   bad_archive: bool = False  # A `.zip` that cannot be opened (a truncated download?).
+  span: Span | None = None  # Where its bytes lie on disk; None inside a compressed inner zip.
 
   @property
   def name(self) -> str:
@@ -99,27 +101,29 @@ class _Window(io.RawIOBase):
     return len(data)
 
 
-def _open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> IO[bytes]:
-  """A seekable file object over a member that is itself a zip."""
+def _open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[IO[bytes], int | None]:
+  """A seekable file object over a member that is itself a zip, and where its
+  bytes start in the zip's own file (None when copied to a temporary file)."""
   if info.compress_type == zipfile.ZIP_STORED and zf.fp is not None:
     zf.fp.seek(info.header_offset)
     signature, name_len, extra_len = _LOCAL_HEADER.unpack(zf.fp.read(_LOCAL_HEADER.size))
     if signature == b"PK\x03\x04":
       start = info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
-      return io.BufferedReader(_Window(zf.fp, start, info.file_size), 1 << 20)
+      return io.BufferedReader(_Window(zf.fp, start, info.file_size), 1 << 20), start
   spool = tempfile.TemporaryFile()
   with zf.open(info) as member:
     shutil.copyfileobj(member, spool, 1 << 20)
   spool.seek(0)
-  return spool
+  return spool, None
 
 
 def _is_zip(name: str) -> bool:
   return name.lower().endswith(".zip")
 
 
-def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...],
-              first: Callable[[str], bool]) -> Iterator[tuple[CorpusFile, zipfile.ZipFile]]:
+def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...], first: Callable[[str], bool],
+              disk: tuple[str, int] | None) -> Iterator[tuple[CorpusFile, zipfile.ZipFile]]:
+  """`disk`: the file that holds `zf`'s bytes and where they start in it, or None."""
   # Stable: the files named by `first`, then the rest in archive order.
   for info in sorted(zf.infolist(), key=lambda info: not first(info.filename.rsplit("/", 1)[-1])):
     if info.is_dir():
@@ -127,15 +131,24 @@ def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...],
     name = member_name(info).replace("\\", "/")
     parts = tuple(p for p in name.split("/") if p)
     if _is_zip(name):
+      fileobj, start = _open_member(zf, info)
       try:
-        inner = zipfile.ZipFile(_open_member(zf, info))
+        inner = zipfile.ZipFile(fileobj)
       except zipfile.BadZipFile:  # E.g. a macOS `__MACOSX/._구이.zip`.
         yield CorpusFile(parts, location + (info.filename,), bad_archive=True), zf
         continue
+      inner_disk = None if disk is None or start is None else (disk[0], disk[1] + start)
       with inner:
-        yield from _walk_zip(inner, location + (info.filename,), first)
+        yield from _walk_zip(inner, location + (info.filename,), first, inner_disk)
     else:
-      yield CorpusFile(parts, location + (info.filename,)), zf
+      yield CorpusFile(parts, location + (info.filename,), span=_member_span(info, disk)), zf
+
+
+def _member_span(info: zipfile.ZipInfo, disk: tuple[str, int] | None) -> Span | None:
+  if disk is None or info.compress_type not in READABLE_ZIP_METHODS or info.flag_bits & 0x1:  # 0x1: encrypted.
+    return None
+  path, start = disk
+  return Span(path, start + info.header_offset, info.compress_size, info.compress_type, info.CRC)
 
 
 def walk(root: str | os.PathLike[str], first: Callable[[str], bool] = lambda name: False,
@@ -162,10 +175,10 @@ def walk(root: str | os.PathLike[str], first: Callable[[str], bool] = lambda nam
           yield CorpusFile(folder + (disk_name(file),), (path,), bad_archive=True), functools.partial(_bad_zip, path)
           continue
         with zf:
-          for corpus_file, owner in _walk_zip(zf, (path,), first):
+          for corpus_file, owner in _walk_zip(zf, (path,), first, (path, 0)):
             yield corpus_file, functools.partial(owner.read, corpus_file.location[-1])
       else:
-        yield CorpusFile(folder + (disk_name(file),), (path,)), functools.partial(_read_file, path)
+        yield CorpusFile(folder + (disk_name(file),), (path,), span=Span(path)), functools.partial(_read_file, path)
 
 
 def _read_file(path: str) -> bytes:
@@ -202,7 +215,7 @@ class Reader:
         self._open[location] = zipfile.ZipFile(location[0])
       else:
         parent = self._zip(location[:-1])
-        member = _open_member(parent, parent.getinfo(location[-1]))
+        member, _ = _open_member(parent, parent.getinfo(location[-1]))
         self._open[location] = zipfile.ZipFile(member)
     return self._open[location]
 

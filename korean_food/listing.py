@@ -73,12 +73,12 @@ class CorpusListing:
       else:
         file_name = f"{food.super_category}/{food.name}/{file.name}"
         self._check_prefix(file_name, food)
-        try:
-          data = read()
+        try:  # Read here only where a worker cannot read it itself.
+          data = b"" if file.span else read()
         except Exception as e:  # A damaged archive member.
           report.skip(file_name, f"unreadable: {e}")
           continue
-        yield Candidate(file_name, file.location, data, self.crop_area(folder, file.name))
+        yield Candidate(file_name, file.location, data, self.crop_area(folder, file.name), file.span)
 
   def crop_area(self, folder: str, file_name: str) -> tuple[int, int, int, int] | None:
     """The crop box of a photo in stored pixels, from the crop files read so far."""

@@ -21,7 +21,9 @@ import hashlib
 import json
 import logging
 import os
+import struct
 import tempfile
+import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -35,16 +37,59 @@ Box = images.Box
 PixelBox = tuple[int, int, int, int]  # x, y, width, height in the stored pixels.
 
 
+_ZIP_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., name length, extra length
+_ZIP_STORED, _ZIP_DEFLATED = 0, 8
+
+
+@dataclasses.dataclass(frozen=True)
+class Span:
+  """Where a file's bytes lie on disk, so that a worker reads them itself and
+  the main process hands it a few numbers instead of the bytes: the whole file
+  at `path`, or with `zip_method` set, the zip member whose local header
+  starts at `offset` (`size` bytes as stored; stored or deflated), checked
+  against its CRC-32 as `zipfile` does."""
+
+  path: str
+  offset: int = 0
+  size: int = -1
+  zip_method: int | None = None
+  crc: int = 0
+
+  def read(self) -> bytes:
+    with open(self.path, "rb") as f:
+      if self.zip_method is None:
+        return f.read()
+      f.seek(self.offset)
+      signature, name_length, extra_length = _ZIP_LOCAL_HEADER.unpack(f.read(_ZIP_LOCAL_HEADER.size))
+      if signature != b"PK\x03\x04":
+        raise OSError(f"no zip member at offset {self.offset} of {self.path}")
+      f.seek(name_length + extra_length, os.SEEK_CUR)
+      raw = f.read(self.size)
+    if len(raw) != self.size:
+      raise OSError(f"zip member truncated: {len(raw)} of {self.size} bytes")
+    data = raw if self.zip_method == _ZIP_STORED else zlib.decompress(raw, -15)
+    if zlib.crc32(data) != self.crc:
+      raise OSError("bad CRC-32 of the zip member (a damaged archive)")
+    return data
+
+
+READABLE_ZIP_METHODS = (_ZIP_STORED, _ZIP_DEFLATED)
+
+
 @dataclasses.dataclass(frozen=True)
 class Candidate:
-  """A source file that may be an image, with its bytes."""
+  """A source file that may be an image: its bytes, or where a worker reads them."""
 
   file_name: str  # Example key and `file_name` feature: "<...>/<class>/<file>".
   location: tuple[str, ...]  # How the builder's reader finds the bytes again.
-  data: bytes
+  data: bytes = b""  # Read by the listing, where `span` is None.
   # Its crop box, where the listing knows it already (the builder's `_annotate`
   # has the last word): lets the scan convert a cropped photo too.
   crop: PixelBox | None = None
+  span: Span | None = None  # Read by the worker that scans it.
+
+  def read(self) -> bytes:
+    return self.data if self.span is None else self.span.read()
 
 
 def photo_box(crop: PixelBox, check: images.ImageCheck) -> Box | None:
@@ -127,15 +172,19 @@ class _Inspect:
 
   def __call__(self, candidate: Candidate) -> _Scanned | Skipped:
     try:
-      check, pixels = images.decode_and_inspect(candidate.data)
+      data = candidate.read()
+    except Exception as e:  # The file went away, or a damaged archive member.
+      return Skipped(candidate.file_name, f"unreadable: {type(e).__name__}: {e}")
+    try:
+      check, pixels = images.decode_and_inspect(data)
     except images.BadImage as e:
       return Skipped(candidate.file_name, str(e))
-    photo = Photo(candidate.file_name, candidate.location, splits.content_digest(candidate.data), check)
+    photo = Photo(candidate.file_name, candidate.location, splits.content_digest(data), check)
     box = photo_box(candidate.crop, check) if candidate.crop else None
     image = None
     if self.size and images.encodes_from_scan(check, self.size, box):
       try:
-        image = images.encode_image(candidate.data, check, size=self.size, box=box, decoded=pixels)
+        image = images.encode_image(data, check, size=self.size, box=box, decoded=pixels)
       except Exception:  # Generation converts it again, and reports the failure.
         image = None
     return _Scanned(photo, image, box)

@@ -115,7 +115,7 @@ def kept_photos(kfood_zip: bytes) -> list[bytes]:
   with tempfile.TemporaryDirectory() as root:
     (pathlib.Path(root) / "kfood.zip").write_bytes(kfood_zip)
     listing = CorpusListing(root, BuildReport())
-    return [candidate.data for candidate in listing if _decodes(candidate.data)]
+    return [data for data in (candidate.read() for candidate in listing) if _decodes(data)]
 
 
 def _decodes(data: bytes) -> bool:

@@ -7,12 +7,14 @@ No dataset is built here; `test_korean_food_builder.py` builds the same forms.
 from __future__ import annotations
 
 import os
+import pathlib
 import sys
 import unicodedata
 import zipfile
 
 import pytest
 
+import korean_food
 from korean_food import corpus
 from photo_datasets import testing
 
@@ -95,3 +97,49 @@ def test_unreadable_zip_inside_zip_does_not_stop_the_walk(tmp_path):
   names = ["/".join(file.parts) for file, _ in corpus.walk(tmp_path)]
   assert "__MACOSX/._구이.zip" in names
   assert "구이/갈비구이/Img_000_0001.jpg" in names and "찌개/김치찌개/Img_119_0000.jpg" in names
+
+
+# ---------------------------------------------------------------------------
+# Where the bytes lie: workers read each file themselves (`scan.Span`).
+
+SAMPLE_ZIP = pathlib.Path(korean_food.__file__).parent / "sample" / "kfood.zip"
+
+
+def test_every_file_of_nested_stored_zips_reads_the_same_through_its_span():
+  spans = 0
+  for file, read in corpus.walk(SAMPLE_ZIP.parent):
+    if file.span is not None:
+      spans += 1
+      assert file.span.read() == read(), file.parts
+  assert spans > 40  # kfood.zip > stored group zips > members.
+
+
+def test_deflated_members_and_tree_files_read_through_their_span(tmp_path):
+  photo = testing.jpeg(1)
+  (tmp_path / "구이.zip").write_bytes(testing.zip_bytes({GALBI: photo}, "utf-8-flag", dirs=False))
+  with zipfile.ZipFile(tmp_path / "deflated.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+    zf.writestr("찌개/김치찌개/Img_119_0000.jpg", photo)
+  testing.write_tree(tmp_path / "tree", {"밥/김밥/Img_069_0000.jpg": photo})
+  read = {file.parts[-1]: file.span.read() for file, _ in corpus.walk(tmp_path) if file.span}
+  assert read == {name: photo for name in ("Img_000_0000.jpg", "Img_119_0000.jpg", "Img_069_0000.jpg")}
+
+
+def test_a_damaged_member_fails_its_crc_check(tmp_path):
+  photo = testing.jpeg(2)
+  path = tmp_path / "구이.zip"
+  path.write_bytes(testing.zip_bytes({GALBI: photo}, "utf-8-flag", dirs=False))
+  ((file, _),) = list(corpus.walk(tmp_path))
+  data = bytearray(path.read_bytes())
+  at = data.index(photo[100:120]) + 5
+  data[at] ^= 0xFF  # One flipped byte inside the stored photo.
+  path.write_bytes(bytes(data))
+  with pytest.raises(OSError, match="bad CRC-32"):
+    file.span.read()
+
+
+def test_a_member_in_a_compressed_inner_zip_has_no_span(tmp_path):
+  inner = testing.zip_bytes({GALBI: testing.jpeg(3)}, "utf-8-flag", dirs=False)
+  with zipfile.ZipFile(tmp_path / "kfood.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+    zf.writestr("구이.zip", inner)
+  walked = [(file.span, read()) for file, read in corpus.walk(tmp_path)]
+  assert walked == [(None, testing.jpeg(3))]  # The listing reads it instead.

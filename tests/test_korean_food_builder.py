@@ -427,3 +427,22 @@ def test_manual_dir_with_nothing_usable_gives_clear_error(tmp_path):
   assert "not a readable zip" in message and "aihubshell" in message
 
 
+
+
+def test_a_damaged_zip_member_is_skipped_and_reported_and_the_rest_built(tmp_path):
+  members = testing.photos_in_splits(
+      {"구이/갈비구이/Img_000_0001.jpg": "train", "구이/갈치구이/Img_001_0001.jpg": "validation",
+       "찌개/김치찌개/Img_119_0001.jpg": "test", "구이/갈비구이/Img_000_0002.jpg": "train"},
+      lambda name, seed: testing.jpeg(seed, (96, 72)))
+  victim = "구이/갈비구이/Img_000_0002.jpg"
+  raw = bytearray(testing.zip_bytes(members, "utf-8-flag", dirs=False))
+  at = raw.index(members[victim][-200:-140]) + 10  # Entropy-coded data: no other photo has it.
+  raw[at] ^= 0xFF  # One byte of the photo flipped on disk: its CRC-32 no longer matches.
+  (tmp_path / "manual").mkdir()
+  (tmp_path / "manual" / "kfood.zip").write_bytes(bytes(raw))
+
+  builder = build("korean_food/64", tmp_path / "data", tmp_path / "manual", workers=2)
+
+  (skipped,) = [s for s in builder.info.metadata["skipped_files"] if s["file_name"] == victim]
+  assert skipped["reason"].startswith("unreadable: OSError: bad CRC-32")
+  assert set(read_examples(builder)) == set(members) - {victim}
