@@ -59,7 +59,7 @@ def test_items_are_read_lazily_a_few_per_worker_ahead():
 
   results = parallel.ordered_map(square_with_pid, items(), workers=2, on_crash=crashed)
   next(results)
-  assert len(taken) <= 2 * 4 + 1
+  assert len(taken) <= 2 * parallel.ITEMS_IN_FLIGHT_PER_WORKER + 1
   results.close()
 
 
