@@ -9,8 +9,10 @@ class names of each `ClassLabel` as a record set the field references.
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
+import os
 import re
 from typing import Any
 
@@ -51,8 +53,10 @@ def metadata(info: tfds.core.DatasetInfo, data_dir: epath.PathLike) -> mlc.Metad
   `metadata(...).ctx.issues.warnings`."""
   splits = list(info.splits.values())
   suffix = splits[0].filename_template.filetype_suffix
-  files: list[mlc.FileObject | mlc.FileSet] = [
-      _record_file(epath.Path(data_dir) / name, suffix) for split in splits for name in split.filenames]
+  paths = [epath.Path(data_dir) / name for split in splits for name in split.filenames]
+  # Hashed side by side: hashlib releases the GIL, and a `full` config is gigabytes.
+  with concurrent.futures.ThreadPoolExecutor(max(1, min(len(paths), os.cpu_count() or 1))) as pool:
+    files: list[mlc.FileObject | mlc.FileSet] = list(pool.map(lambda path: _record_file(path, suffix), paths))
   files.append(mlc.FileSet(
       id=_RECORD_FILES, name=_RECORD_FILES, encoding_formats=[_ENCODING_FORMATS.get(suffix, suffix)],
       includes=[f"{info.name}-*.{suffix}-*"],

@@ -88,7 +88,7 @@ Source = bytes | Converted | Skipped  # What generation has of a photo before it
 
 def read_or_skip(reader: Reader, photo: Photo) -> bytes | Skipped:
   try:
-    return reader.read(photo.location)
+    return photo.span.read() if photo.span is not None else reader.read(photo.location)
   except Exception as e:  # The source changed or an archive member is damaged.
     return Skipped(photo.file_name, f"unreadable: {type(e).__name__}: {e}")
 

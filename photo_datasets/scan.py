@@ -111,6 +111,7 @@ class Photo:
   # The SHA-256 whose split the photo's near-duplicate group takes
   # (`splits.group_leader`); None for a photo without near copies.
   group_digest: str | None = None
+  span: Span | None = None  # Where its bytes lie: generation reads them there, without the builder's reader.
 
   @property
   def split(self) -> str:
@@ -179,7 +180,8 @@ class _Inspect:
       check, pixels = images.decode_and_inspect(data)
     except images.BadImage as e:
       return Skipped(candidate.file_name, str(e))
-    photo = Photo(candidate.file_name, candidate.location, splits.content_digest(data), check)
+    photo = Photo(candidate.file_name, candidate.location, splits.content_digest(data), check,
+                  span=candidate.span)
     box = photo_box(candidate.crop, check) if candidate.crop else None
     image = None
     if self.size and images.encodes_from_scan(check, self.size, box):
@@ -251,7 +253,7 @@ def group_near_duplicates(photos: list[Photo], report: BuildReport) -> list[Phot
 
 
 # Bump when the scan learns something new or checks differently.
-_SCAN_FORMAT = 4
+_SCAN_FORMAT = 5
 
 
 def source_fingerprint(root: str) -> str:
@@ -268,8 +270,8 @@ def source_fingerprint(root: str) -> str:
 
 def save_scan(path: epath.Path, photos: list[Photo], report: BuildReport) -> None:
   """Writes the scan atomically; a read-only folder only costs a rescan later."""
-  rows = [[p.file_name, list(p.location), p.digest, _check_row(p.check), p.box, p.group_digest]
-          for p in photos]
+  rows = [[p.file_name, list(p.location), p.digest, _check_row(p.check), p.box, p.group_digest,
+           dataclasses.astuple(p.span) if p.span else None] for p in photos]
   try:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial")
@@ -292,6 +294,6 @@ def _check_of_row(row: list[Any]) -> images.ImageCheck:
 def load_scan(path: epath.Path) -> tuple[list[Photo], BuildReport]:
   saved = json.loads(path.read_text())
   photos = [Photo(name, tuple(location), digest, _check_of_row(check),
-                  tuple(box) if box else None, group_digest)
-            for name, location, digest, check, box, group_digest in saved["photos"]]
+                  tuple(box) if box else None, group_digest, Span(*span) if span else None)
+            for name, location, digest, check, box, group_digest, span in saved["photos"]]
   return photos, BuildReport.from_metadata(saved["report"])
