@@ -165,9 +165,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     cache = None
     if cache_dir:
       cache = cache_dir / f"{self.name}-{scan.source_fingerprint(os.fspath(source))[:20]}.json"
-      if cache.exists():
+      if cache.exists() and (saved := scan.load_scan(cache)) is not None:
         logging.info("Reusing the scan of %s saved in %s", source, cache)
-        return scan.load_scan(cache)
+        return saved
     report = BuildReport()
     listing = self._list_source(source, report)
     size = self.builder_config.image_size

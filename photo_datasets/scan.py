@@ -269,16 +269,34 @@ def source_fingerprint(root: str) -> str:
 
 
 def save_scan(path: epath.Path, photos: list[Photo], report: BuildReport) -> None:
-  """Writes the scan atomically; a read-only folder only costs a rescan later."""
+  """Writes the scan durably (flushed to disk, then renamed into place); a
+  read-only folder only costs a rescan later."""
   rows = [[p.file_name, list(p.location), p.digest, _check_row(p.check), p.box, p.group_digest,
            dataclasses.astuple(p.span) if p.span else None] for p in photos]
+  text = json.dumps({"format": _SCAN_FORMAT, "photos": rows, "report": report.as_metadata()})
   try:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps({"photos": rows, "report": report.as_metadata()}))
-    partial.replace(path)
+    write_durably(os.fspath(path), text.encode("utf-8"))
   except OSError as e:
     logging.warning("Could not save the scan in %s: %s", path.parent, e)
+
+
+def write_durably(path: str, data: bytes) -> None:
+  """`path` holds either its old content or all of `data`, even after a crash
+  or a power loss: written beside it, flushed to the disk, then renamed."""
+  folder = os.path.dirname(path) or "."
+  os.makedirs(folder, exist_ok=True)
+  partial = f"{path}.partial"
+  with open(partial, "wb") as f:
+    f.write(data)
+    f.flush()
+    os.fsync(f.fileno())
+  os.replace(partial, path)
+  if hasattr(os, "O_DIRECTORY"):  # The rename itself, on POSIX.
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+      os.fsync(fd)
+    finally:
+      os.close(fd)
 
 
 def _check_row(check: images.ImageCheck) -> list[object]:
@@ -288,12 +306,31 @@ def _check_row(check: images.ImageCheck) -> list[object]:
 
 def _check_of_row(row: list[Any]) -> images.ImageCheck:
   fmt, mode, width, height, orientation, hashes = row
-  return images.ImageCheck(fmt, mode, width, height, orientation, base64.b64decode(hashes))
+  check = images.ImageCheck(fmt, mode, width, height, orientation, base64.b64decode(hashes, validate=True))
+  if len(check.hashes) != near_duplicates.HASH_BYTES * len(near_duplicates.REGIONS):
+    raise ValueError(f"hashes of {len(check.hashes)} bytes")
+  return check
 
 
-def load_scan(path: epath.Path) -> tuple[list[Photo], BuildReport]:
-  saved = json.loads(path.read_text())
-  photos = [Photo(name, tuple(location), digest, _check_of_row(check),
-                  tuple(box) if box else None, group_digest, Span(*span) if span else None)
-            for name, location, digest, check, box, group_digest, span in saved["photos"]]
-  return photos, BuildReport.from_metadata(saved["report"])
+def _photo_of_row(row: list[Any]) -> Photo:
+  name, location, digest, check, box, group_digest, span = row
+  if not (isinstance(name, str) and isinstance(digest, str) and len(digest) == 64):
+    raise ValueError(f"malformed photo row {str(row)[:80]}")
+  return Photo(name, tuple(location), digest, _check_of_row(check),
+               tuple(box) if box else None, group_digest, Span(*span) if span else None)
+
+
+def load_scan(path: epath.Path) -> tuple[list[Photo], BuildReport] | None:
+  """The saved scan, or None where it cannot be used: it is only ever an
+  optimisation, so a file cut short, garbled or of another format costs a
+  rescan and one line in the log, never the build."""
+  try:
+    saved = json.loads(path.read_bytes())
+    if saved.get("format") != _SCAN_FORMAT:
+      raise ValueError(f"format {saved.get('format')!r}, this version reads {_SCAN_FORMAT}")
+    photos = [_photo_of_row(row) for row in saved["photos"]]
+    return photos, BuildReport.from_metadata(saved["report"])
+  except Exception as e:  # Anything in the file may be wrong.
+    logging.warning("Ignoring the saved scan %s, which cannot be used (%s: %s); scanning the source again.",
+                    path, type(e).__name__, str(e)[:200])
+    return None

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import pathlib
 import shutil
+
+import pytest
 
 import korean_food
 from photo_datasets import images
@@ -81,3 +85,31 @@ def test_a_first_build_decodes_each_photo_once_and_equals_a_build_from_the_saved
                 download_dir=tmp_path / "data" / "downloads")
   assert len(opened) == photos
   assert read_examples(again) == read_examples(first)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "other format", "empty"])
+def test_an_unusable_saved_scan_is_ignored_scanned_again_and_saved_anew(tmp_path, monkeypatch, caplog, damage):
+  manual_dir = tmp_path / "manual"
+  shutil.copytree(SAMPLE, manual_dir)
+  first = _build_in_this_process("64", manual_dir, tmp_path / "data")
+  (saved,) = (tmp_path / "data" / "downloads" / "scans").glob("*.json")
+  text = saved.read_text()
+  saved.write_bytes({
+      "truncated": text[: len(text) // 2].encode(),  # A copy cut short, a tail lost on power loss.
+      "garbage": bytes(range(256)) * 10,
+      "other format": json.dumps({**json.loads(text), "format": 1}).encode(),  # An older version's.
+      "empty": b"",
+  }[damage])
+  scanned: list[int] = []
+  real_inspect = images.decode_and_inspect
+  monkeypatch.setattr(images, "decode_and_inspect", lambda data: scanned.append(1) or real_inspect(data))
+
+  with caplog.at_level(logging.WARNING):
+    second = _build_in_this_process("full", manual_dir, tmp_path / "data")
+
+  assert scanned  # Scanned again ...
+  assert [r.message for r in caplog.records if "Ignoring the saved scan" in r.message]  # ... saying why, once.
+  assert json.loads(saved.read_text())["format"] == json.loads(text)["format"]  # ... and saved anew.
+  assert dict(second.info.metadata) == dict(first.info.metadata)
+  assert ({s: i.num_examples for s, i in second.info.splits.items()}
+          == {s: i.num_examples for s, i in first.info.splits.items()})
