@@ -9,16 +9,22 @@ are in flight, so memory does not grow with the corpus.
 A worker that dies (out of memory, a crash in a native decoder) does not stop
 the build: the photos it may have held are run again one by one, each in a
 fresh process, and the one that kills its process again is given to
-`on_crash` (the callers skip and report it).
+`on_crash` (the callers skip and report it). A worker never outlives the
+process that started it: on Linux the kernel ends it (`PR_SET_PDEATHSIG`),
+elsewhere it watches its parent every second.
 """
 
 from __future__ import annotations
 
 import collections
+import ctypes
 import logging
 import multiprocessing
 import os
+import signal
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent import futures
 from concurrent.futures.process import BrokenProcessPool
@@ -67,9 +73,33 @@ def _context() -> multiprocessing.context.BaseContext:
 _TASK: Callable[[Any], Any] | None = None
 
 
-def _install(task: Callable[[Any], Any]) -> None:
+def _install(task: Callable[[Any], Any], parent: int) -> None:
   global _TASK
   _TASK = task
+  _die_with(parent)
+
+
+_PR_SET_PDEATHSIG = 1  # From <linux/prctl.h>.
+
+
+def _die_with(parent: int) -> None:
+  """Ends this worker when its parent dies, even by SIGKILL (the out-of-memory
+  killer picks the main process, the biggest): else the workers would live on,
+  asleep, holding their memory."""
+  if sys.platform.startswith("linux"):
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+      if os.getppid() != parent:  # The parent died before the call: no signal will come.
+        os._exit(1)
+      return
+  threading.Thread(target=_watch, args=(multiprocessing.parent_process(),), daemon=True).start()
+
+
+def _watch(parent: multiprocessing.process.BaseProcess | None) -> None:
+  """Where the kernel cannot be asked: look every second whether the parent lives."""
+  while parent is not None and parent.is_alive():
+    time.sleep(1)
+  os._exit(1)
 
 
 def _run(item: Any) -> Any:
@@ -84,7 +114,8 @@ def _run_chunk(items: list[Any]) -> list[Any]:
 def _pool(task: Callable[[Any], Any], workers: int) -> futures.ProcessPoolExecutor:
   # typeshed types `initializer` as taking no arguments, although `initargs` are passed to it.
   install: Callable[..., None] = _install
-  return futures.ProcessPoolExecutor(workers, mp_context=_context(), initializer=install, initargs=(task,))
+  return futures.ProcessPoolExecutor(workers, mp_context=_context(), initializer=install,
+                                     initargs=(task, os.getpid()))
 
 
 def _done(result: Result) -> futures.Future[Result]:

@@ -7,6 +7,9 @@ import os
 import pathlib
 import shutil
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
 import tensorflow_datasets as tfds
@@ -92,3 +95,50 @@ def test_a_worker_killed_while_scanning_skips_that_photo(tmp_path, monkeypatch):
       "file_name": victim_name,
       "reason": "checking or converting it killed the worker process (out of memory or a decoder crash)"}]
   assert len(read_examples(builder)) == 39
+
+
+def _children(pid: int) -> set[int]:
+  found: set[int] = set()
+  for task in pathlib.Path(f"/proc/{pid}/task").glob("*"):
+    found |= {int(child) for child in (task / "children").read_text().split()}
+  return found
+
+
+def _alive(pid: int) -> bool:
+  try:
+    state = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+  except (FileNotFoundError, ProcessLookupError):
+    return False
+  return state not in ("Z", "X")  # A zombie has ended; only its exit status waits to be read.
+
+
+# A build whose scan keeps its workers busy: each photo takes a minute.
+_SLOW_BUILD = """
+import sys, time
+import flowers_dataset
+from photo_datasets import images, testing
+real = images.decode_and_inspect
+images.decode_and_inspect = lambda data: time.sleep(60) or real(data)
+testing.build("flowers_dataset/64", sys.argv[1], sys.argv[2], workers=2)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_no_worker_outlives_a_build_whose_main_process_is_killed(tmp_path):
+  manual, _, _ = _flowers(tmp_path)
+  build_process = subprocess.Popen([sys.executable, "-c", _SLOW_BUILD, str(tmp_path / "data"), str(manual)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  try:
+    deadline = time.monotonic() + 60
+    while len(workers := _children(build_process.pid)) < 2:
+      assert time.monotonic() < deadline and build_process.poll() is None, "the build started no workers"
+      time.sleep(0.2)
+    assert all(_alive(pid) for pid in workers)
+    build_process.kill()  # SIGKILL, as the out-of-memory killer does: no cleanup runs in the main process.
+    build_process.wait()
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+      time.sleep(0.1)
+    assert not [pid for pid in workers if _alive(pid)], "workers outlived their build"
+  finally:
+    build_process.kill()
