@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import numpy as np
 import tensorflow_datasets as tfds
 from etils import epath
 
-from korean_food import classes, corpus
+from korean_food import classes, corpus, listing
 from korean_food.listing import CorpusListing
-from photo_datasets import builder, generation, scan
+from photo_datasets import builder, generation, images, scan
 from photo_datasets.generation import Example
 from photo_datasets.report import BuildReport
 from photo_datasets.scan import Photo
@@ -68,6 +69,15 @@ class Builder(builder.PhotoBuilder):
 
   def _list_source(self, source: epath.Path, report: BuildReport) -> CorpusListing:
     return CorpusListing(source, report)
+
+  def _estimate_source(self, source: epath.Path) -> tuple[int, int]:
+    """Image files in the zips and folders, from their directories: no photo is read."""
+    files = total = 0
+    for file, _ in corpus.walk(source):
+      if file.name.lower().endswith(images.IMAGE_SUFFIXES) and not listing.is_junk(file.parts):
+        files += 1
+        total += file.span.size if file.span and file.span.size >= 0 else os.path.getsize(file.location[0])
+    return files, total
 
   def _annotate(self, photos: list[Photo], listing: CorpusListing, report: BuildReport) -> list[Photo]:
     """Gives each photo its crop box, mapped onto the upright image."""

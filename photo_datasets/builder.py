@@ -14,6 +14,9 @@ A dataset subclasses it and provides, besides TFDS's `_info`:
   name, with what only the whole listing tells (the crop boxes). `listing` is
   the object `_list_source` returned, after it was iterated.
 * `_example_maker(source)`: the `generation.ExampleMaker` of this config.
+* `_estimate_source(source)`: optional; (image files, their bytes) found in
+  seconds, without reading them, for the disk-space check before the scan
+  (default: the files with an image suffix under `source`).
 
 Everything else is shared: the size configs, the scan on every core and its
 reuse across configs, the split rule, generation on every core (or on Apache
@@ -24,6 +27,7 @@ Croissant description of the built config (`croissant.py`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -32,7 +36,7 @@ import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
 
-from photo_datasets import configs, croissant, generation, parallel, random_access, scan, splits
+from photo_datasets import configs, croissant, disk, generation, images, parallel, random_access, scan, splits
 from photo_datasets.report import BuildReport
 
 CHECKSUMS_DIR = epath.Path(__file__).parent.parent / "checksums"
@@ -75,6 +79,14 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
   def _example_maker(self, source: epath.Path) -> generation.ExampleMaker:
     raise NotImplementedError
 
+  def _estimate_source(self, source: epath.Path) -> tuple[int, int]:
+    files = total = 0
+    for folder, _, names in os.walk(os.fspath(source)):
+      for name in names:
+        if name.lower().endswith(images.IMAGE_SUFFIXES):
+          files, total = files + 1, total + os.path.getsize(os.path.join(folder, name))
+    return files, total
+
   # The shared machinery.
 
   def __init__(self, *, workers: int | None = None, **kwargs: Any):
@@ -104,8 +116,23 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
   def download_and_prepare(self, **kwargs: Any) -> None:
     """TFDS's, then `croissant.json` beside `dataset_info.json`: after TFDS has
     moved the files to their final folder, so its checksums are theirs. Also
-    for a dataset built earlier without one; a no-op when it is there."""
-    super().download_and_prepare(**kwargs)
+    for a dataset built earlier without one; a no-op when it is there.
+
+    Before, what interrupted builds of this config left behind is removed
+    (`disk.remove_leftovers`); a disk that fills up anyway ends the build with
+    `disk.NotEnoughDiskSpace`, in the words of the check made before it."""
+    config_dir = os.path.dirname(os.fspath(self.data_path))
+    self._needed_bytes = 0
+    with disk.config_lock(config_dir) if disk.is_local(config_dir) else contextlib.nullcontext(False) as locked:
+      if locked and (note := disk.remove_leftovers(config_dir)):
+        print(f"{self.name}/{self.builder_config.name}: {note}", flush=True)
+        logging.warning(note)
+      try:
+        super().download_and_prepare(**kwargs)
+      except Exception as e:
+        if disk.is_out_of_space(e) and not isinstance(e, disk.NotEnoughDiskSpace):
+          raise disk.out_of_space(self._full_name, os.fspath(self._data_dir_root), self._needed_bytes) from e
+        raise
     if not (self.data_path / croissant.FILE_NAME).exists():
       try:
         path = croissant.write(self.info, self.data_path)
@@ -127,7 +154,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
         self._converted.close()
     self.info.metadata.update(self._report.as_metadata())
     sizes = {name: split.num_examples for name, split in self.info.splits.items()}
-    print(self._report.summary(f"{self.name}/{self.builder_config.name}", sizes), flush=True)
+    print(self._report.summary(self._full_name, sizes), flush=True)
 
   def _split_generators(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
     source = self._find_source(dl_manager)
@@ -161,23 +188,38 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     self._report.skipped_files += beam_generation.read_skips(self._beam_skips_dir)
 
   def _scan(self, source: epath.Path, cache_dir: epath.Path | None) -> tuple[list[scan.Photo], BuildReport]:
-    """Scans `source`, or reuses the saved scan of the same, unchanged files."""
+    """Scans `source`, or reuses the saved scan of the same, unchanged files;
+    checks the disk space before the conversion starts."""
     cache = None
     if cache_dir:
       cache = cache_dir / f"{self.name}-{scan.source_fingerprint(os.fspath(source))[:20]}.json"
       if cache.exists() and (saved := scan.load_scan(cache)) is not None:
         logging.info("Reusing the scan of %s saved in %s", source, cache)
+        self._check_disk_space(len(saved[0]), sum(p.nbytes for p in saved[0]), converts_in_scan=False)
         return saved
+    size = self.builder_config.image_size
+    converts_in_scan = bool(size) and not self._beam  # Beam workers convert on other machines.
+    self._check_disk_space(*self._estimate_source(source), converts_in_scan=converts_in_scan)
     report = BuildReport()
     listing = self._list_source(source, report)
-    size = self.builder_config.image_size
-    if size and not self._beam:  # Beam workers convert on other machines.
+    if size and converts_in_scan:
       self._converted = scan.ConvertedImages(size, self.data_dir)
     photos = scan.scan(listing, report, workers=self.workers, converted=self._converted)
     photos = self._annotate(photos, listing, report)
     if cache:
       scan.save_scan(cache, photos, report)
+    self._check_disk_space(len(photos), sum(p.nbytes for p in photos), converts_in_scan=converts_in_scan)
     return photos, report
+
+  @property
+  def _full_name(self) -> str:
+    return f"{self.name}/{self.builder_config.name}"
+
+  def _check_disk_space(self, photos: int, source_bytes: int, *, converts_in_scan: bool) -> None:
+    self._needed_bytes = disk.needed_bytes(self.builder_config.image_size, photos, source_bytes,
+                                           converts_in_scan=converts_in_scan)
+    if disk.is_local(self._data_dir_root):
+      disk.preflight(self._full_name, os.fspath(self._data_dir_root), self._needed_bytes)
 
   def _nothing_usable(self, source: epath.Path) -> str:
     report = self._report

@@ -112,6 +112,7 @@ class Photo:
   # (`splits.group_leader`); None for a photo without near copies.
   group_digest: str | None = None
   span: Span | None = None  # Where its bytes lie: generation reads them there, without the builder's reader.
+  nbytes: int = 0  # Size of the source file.
 
   @property
   def split(self) -> str:
@@ -181,7 +182,7 @@ class _Inspect:
     except images.BadImage as e:
       return Skipped(candidate.file_name, str(e))
     photo = Photo(candidate.file_name, candidate.location, splits.content_digest(data), check,
-                  span=candidate.span)
+                  span=candidate.span, nbytes=len(data))
     box = photo_box(candidate.crop, check) if candidate.crop else None
     image = None
     if self.size and images.encodes_from_scan(check, self.size, box):
@@ -253,7 +254,7 @@ def group_near_duplicates(photos: list[Photo], report: BuildReport) -> list[Phot
 
 
 # Bump when the scan learns something new or checks differently.
-_SCAN_FORMAT = 5
+_SCAN_FORMAT = 6
 
 
 def source_fingerprint(root: str) -> str:
@@ -272,7 +273,7 @@ def save_scan(path: epath.Path, photos: list[Photo], report: BuildReport) -> Non
   """Writes the scan durably (flushed to disk, then renamed into place); a
   read-only folder only costs a rescan later."""
   rows = [[p.file_name, list(p.location), p.digest, _check_row(p.check), p.box, p.group_digest,
-           dataclasses.astuple(p.span) if p.span else None] for p in photos]
+           dataclasses.astuple(p.span) if p.span else None, p.nbytes] for p in photos]
   text = json.dumps({"format": _SCAN_FORMAT, "photos": rows, "report": report.as_metadata()})
   try:
     write_durably(os.fspath(path), text.encode("utf-8"))
@@ -313,11 +314,11 @@ def _check_of_row(row: list[Any]) -> images.ImageCheck:
 
 
 def _photo_of_row(row: list[Any]) -> Photo:
-  name, location, digest, check, box, group_digest, span = row
-  if not (isinstance(name, str) and isinstance(digest, str) and len(digest) == 64):
+  name, location, digest, check, box, group_digest, span, nbytes = row
+  if not (isinstance(name, str) and isinstance(digest, str) and len(digest) == 64 and isinstance(nbytes, int)):
     raise ValueError(f"malformed photo row {str(row)[:80]}")
   return Photo(name, tuple(location), digest, _check_of_row(check),
-               tuple(box) if box else None, group_digest, Span(*span) if span else None)
+               tuple(box) if box else None, group_digest, Span(*span) if span else None, nbytes)
 
 
 def load_scan(path: epath.Path) -> tuple[list[Photo], BuildReport] | None:
