@@ -110,12 +110,13 @@ def _sources(realdata: pathlib.Path) -> tuple[tuple[np.ndarray, ...], tuple[Temp
   return tuple(pixels), tuple(templates)
 
 
-def realistic_photo(seed: int, realdata: pathlib.Path = REALDATA) -> bytes:
-  """One distinct photo-like JPEG made from the real photos (see the module docstring)."""
+def realistic_photo(seed: int, realdata: pathlib.Path = REALDATA, scale: float = 1.0) -> bytes:
+  """One distinct photo-like JPEG made from the real photos (see the module
+  docstring); `scale` shrinks or grows every side."""
   sources, templates = _sources(realdata)
   rng = np.random.default_rng(seed)
   template = templates[int(rng.integers(len(templates)))]
-  width, height = (max(64, round(side * rng.uniform(0.9, 1.1))) for side in template.size)
+  width, height = (max(64, round(side * scale * rng.uniform(0.9, 1.1))) for side in template.size)
   grid = int(np.clip(np.ceil(max(width, height) / 300), 2, 4))
   mosaic = Image.new("RGB", (width, height))
   xs, ys = np.linspace(0, width, grid + 1).astype(int), np.linspace(0, height, grid + 1).astype(int)
