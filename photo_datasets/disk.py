@@ -31,7 +31,7 @@ BYTES_PER_PIXEL = 0.55
 # Protobuf framing, TFRecord headers, TFDS's metadata and the shuffle bucket
 # being read while the records are written: a tenth on top.
 OVERHEAD = 1.1
-_SLACK = 64 << 20
+_SLACK = 8 << 20  # TFDS's metadata files, croissant.json.
 _LOCK_FILE = ".photo_datasets.lock"
 
 
