@@ -1,7 +1,8 @@
 """The scan: every candidate file read once, validated and hashed, on every core.
 
-A builder lists its source as `Candidate`s (name, location, bytes), read in
-location order in this process. Workers decode each one completely
+A builder lists its source as `Candidate`s (name, location, and the bytes or
+the `Span` where a worker reads them), in location order in this process.
+Workers read and decode each one completely
 (`images.decode_and_inspect`) and hash it for the split rule; what cannot be
 used is skipped with its reason in the `BuildReport`. The result is saved in
 TFDS's download dir, keyed by the names, sizes and times of the source files,
@@ -138,7 +139,8 @@ class ConvertedImages:
     self._end = 0
 
   def add(self, file_name: str, image: bytes, box: Box | None) -> None:
-    os.pwrite(self._file.fileno(), image, self._end)
+    self._file.seek(self._end)
+    self._file.write(image)
     self._index[file_name] = (self._end, len(image), box)
     self._end += len(image)
 
@@ -149,7 +151,8 @@ class ConvertedImages:
     if entry is None or size != self.size or entry[2] != photo.box:
       return None
     offset, length, _ = entry
-    return os.pread(self._file.fileno(), length, offset)
+    self._file.seek(offset)
+    return self._file.read(length)
 
   def __len__(self) -> int:
     return len(self._index)
