@@ -118,8 +118,13 @@ def config_lock(config_dir: str) -> Iterator[bool]:
   except ImportError:  # Not POSIX: no lock, and no leftovers removed.
     yield False
     return
-  os.makedirs(config_dir, exist_ok=True)
-  with open(os.path.join(config_dir, _LOCK_FILE), "a") as lock:
+  try:
+    os.makedirs(config_dir, exist_ok=True)
+    lock = open(os.path.join(config_dir, _LOCK_FILE), "a")
+  except OSError:  # A read-only copy of a built dataset: nothing to clean, and it still loads.
+    yield False
+    return
+  with lock:
     try:
       fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

@@ -125,3 +125,9 @@ def test_leftovers_of_a_build_still_running_are_left_alone(tmp_path):
     assert held and disk.remove_leftovers(os.fspath(config_dir)).endswith("(0 MB freed)")
   assert not running.exists()
   shutil.rmtree(config_dir)
+
+
+def test_a_config_folder_that_cannot_be_written_only_skips_the_cleanup(tmp_path):
+  (tmp_path / "not_a_folder").write_text("")
+  with disk.config_lock(os.fspath(tmp_path / "not_a_folder" / "64")) as held:
+    assert not held  # As for a read-only copy of a built dataset: it still loads.
