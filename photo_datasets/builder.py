@@ -198,7 +198,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
         self._check_disk_space(len(saved[0]), sum(p.nbytes for p in saved[0]), converts_in_scan=False)
         return saved
     size = self.builder_config.image_size
-    converts_in_scan = bool(size) and not self._beam  # Beam workers convert on other machines.
+    # Beam workers convert on other machines; a bucket (gs://) holds no temporary file of ours.
+    converts_in_scan = bool(size) and not self._beam and disk.is_local(self.data_dir)
     self._check_disk_space(*self._estimate_source(source), converts_in_scan=converts_in_scan)
     report = BuildReport()
     listing = self._list_source(source, report)
