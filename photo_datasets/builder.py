@@ -125,7 +125,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     self._needed_bytes = 0
     with disk.config_lock(config_dir) if disk.is_local(config_dir) else contextlib.nullcontext(False) as locked:
       if locked and (note := disk.remove_leftovers(config_dir)):
-        print(f"{self.name}/{self.builder_config.name}: {note}", flush=True)
+        print(f"{self._full_name}: {note}", flush=True)
         logging.warning(note)
       try:
         super().download_and_prepare(**kwargs)
@@ -209,7 +209,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     photos = self._annotate(photos, listing, report)
     if cache:
       scan.save_scan(cache, photos, report)
-    self._check_disk_space(len(photos), sum(p.nbytes for p in photos), converts_in_scan=converts_in_scan)
+    # The images converted in the scan are on the disk already: what is left to write is the records.
+    self._check_disk_space(len(photos), sum(p.nbytes for p in photos), converts_in_scan=False)
     return photos, report
 
   @property
