@@ -63,6 +63,7 @@ class CorpusFile:
   location: tuple[str, ...]  # Disk path, then zip member names, outermost first.
   bad_archive: bool = False  # A `.zip` that cannot be opened (a truncated download?).
   span: Span | None = None  # Where its bytes lie on disk; None inside a compressed inner zip.
+  size: int = 0  # Its size in bytes, from the zip's directory or the file system.
 
   @property
   def name(self) -> str:
@@ -141,7 +142,7 @@ def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...], first: Callable[[s
       with inner:
         yield from _walk_zip(inner, location + (info.filename,), first, inner_disk)
     else:
-      yield CorpusFile(parts, location + (info.filename,), span=_member_span(info, disk)), zf
+      yield CorpusFile(parts, location + (info.filename,), span=_member_span(info, disk), size=info.file_size), zf
 
 
 def _member_span(info: zipfile.ZipInfo, disk: tuple[str, int] | None) -> Span | None:
@@ -178,7 +179,8 @@ def walk(root: str | os.PathLike[str], first: Callable[[str], bool] = lambda nam
           for corpus_file, owner in _walk_zip(zf, (path,), first, (path, 0)):
             yield corpus_file, functools.partial(owner.read, corpus_file.location[-1])
       else:
-        yield CorpusFile(folder + (disk_name(file),), (path,), span=Span(path)), functools.partial(_read_file, path)
+        corpus_file = CorpusFile(folder + (disk_name(file),), (path,), span=Span(path), size=os.path.getsize(path))
+        yield corpus_file, functools.partial(_read_file, path)
 
 
 def _read_file(path: str) -> bytes:

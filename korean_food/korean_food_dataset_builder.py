@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import numpy as np
 import tensorflow_datasets as tfds
@@ -76,7 +75,7 @@ class Builder(builder.PhotoBuilder):
     for file, _ in corpus.walk(source):
       if file.name.lower().endswith(images.IMAGE_SUFFIXES) and not listing.is_junk(file.parts):
         files += 1
-        total += file.span.size if file.span and file.span.size >= 0 else os.path.getsize(file.location[0])
+        total += file.size
     return files, total
 
   def _annotate(self, photos: list[Photo], listing: CorpusListing, report: BuildReport) -> list[Photo]:

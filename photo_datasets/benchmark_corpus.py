@@ -126,9 +126,9 @@ def realistic_photo(seed: int, realdata: pathlib.Path = REALDATA, scale: float =
     for column in range(grid):
       tile_w, tile_h = xs[column + 1] - xs[column], ys[row + 1] - ys[row]
       source = sources[int(rng.integers(len(sources)))]
-      scale = rng.uniform(0.8, 1.5)
-      crop_w = int(min(source.shape[1], max(8, tile_w * scale)))
-      crop_h = int(min(source.shape[0], max(8, tile_h * scale)))
+      zoom = rng.uniform(0.8, 1.5)  # Source pixels per tile pixel.
+      crop_w = int(min(source.shape[1], max(8, tile_w * zoom)))
+      crop_h = int(min(source.shape[0], max(8, tile_h * zoom)))
       top = int(rng.integers(source.shape[0] - crop_h + 1))
       left = int(rng.integers(source.shape[1] - crop_w + 1))
       tile = Image.fromarray(source[top:top + crop_h, left:left + crop_w])

@@ -92,12 +92,13 @@ def _die_with(parent: int) -> None:
       if os.getppid() != parent:  # The parent died before the call: no signal will come.
         os._exit(1)
       return
-  threading.Thread(target=_watch, args=(multiprocessing.parent_process(),), daemon=True).start()
+  if (parent_process := multiprocessing.parent_process()) is not None:
+    threading.Thread(target=_watch, args=(parent_process,), daemon=True).start()
 
 
-def _watch(parent: multiprocessing.process.BaseProcess | None) -> None:
+def _watch(parent: multiprocessing.process.BaseProcess) -> None:
   """Where the kernel cannot be asked: look every second whether the parent lives."""
-  while parent is not None and parent.is_alive():
+  while parent.is_alive():
     time.sleep(1)
   os._exit(1)
 

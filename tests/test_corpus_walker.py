@@ -110,7 +110,8 @@ def test_every_file_of_nested_stored_zips_reads_the_same_through_its_span():
   for file, read in corpus.walk(SAMPLE_ZIP.parent):
     if file.span is not None:
       spans += 1
-      assert file.span.read() == read(), file.parts
+      data = read()
+      assert file.span.read() == data and file.size == len(data), file.parts
   assert spans > 40  # kfood.zip > stored group zips > members.
 
 
@@ -141,5 +142,5 @@ def test_a_member_in_a_compressed_inner_zip_has_no_span(tmp_path):
   inner = testing.zip_bytes({GALBI: testing.jpeg(3)}, "utf-8-flag", dirs=False)
   with zipfile.ZipFile(tmp_path / "kfood.zip", "w", zipfile.ZIP_DEFLATED) as zf:
     zf.writestr("구이.zip", inner)
-  walked = [(file.span, read()) for file, read in corpus.walk(tmp_path)]
-  assert walked == [(None, testing.jpeg(3))]  # The listing reads it instead.
+  walked = [(file.span, file.size, read()) for file, read in corpus.walk(tmp_path)]
+  assert walked == [(None, len(testing.jpeg(3)), testing.jpeg(3))]  # The listing reads it instead.
