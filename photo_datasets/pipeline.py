@@ -65,6 +65,7 @@ def training_dataset(
     shuffle_buffer: int = 2048,
     seed: int | None = None,
     input_context: tf.distribute.InputContext | None = None,
+    data_service: str | None = None,
 ) -> tf.data.Dataset:
   """Shuffled, augmented, batched, prefetched `(images, labels)` for `model.fit`.
 
@@ -83,6 +84,9 @@ def training_dataset(
       parallel decoding ordered); each epoch still differs from the last.
     input_context: from `tf.distribute.Strategy.distribute_datasets_from_function`;
       each input pipeline gets a disjoint part of the examples.
+    data_service: `"grpc://HOST:PORT"` of a tf.data service dispatcher: the
+      reading, decoding and augmentation run on its workers
+      (`photo_datasets.data_service`), which stream the batches here.
 
   Returns:
     A `tf.data.Dataset` of `(uint8 images (B, S, S, 3), int64 labels (B,))`,
@@ -103,7 +107,8 @@ def training_dataset(
   batch = reader.batch_size(batch_size)
   augment = reader.cropped if reader.stored_size is None else reader.flipped
   ds = tf.data.Dataset.zip(ds, seeds).map(augment, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
-  return ds.batch(batch, drop_remainder=True).prefetch(AUTOTUNE)
+  ds = ds.batch(batch, drop_remainder=True)
+  return _served(ds, data_service, training=True, seed=seed).prefetch(AUTOTUNE)
 
 
 def evaluation_dataset(
@@ -114,6 +119,7 @@ def evaluation_dataset(
     image_size: int | None = None,
     data_dir: str | None = None,
     input_context: tf.distribute.InputContext | None = None,
+    data_service: str | None = None,
 ) -> tf.data.Dataset:
   """Batched, prefetched `(images, labels)` for `model.evaluate` and validation.
 
@@ -132,7 +138,8 @@ def evaluation_dataset(
   _check_counts(batch_size=batch_size, shuffle_buffer=0)
   reader = _Reader(name, split, data_dir, image_size, input_context, training=False, seed=None)
   ds = reader.examples(shuffle_files=False).map(reader.centred, num_parallel_calls=AUTOTUNE)
-  return ds.batch(reader.batch_size(batch_size)).prefetch(AUTOTUNE)
+  ds = ds.batch(reader.batch_size(batch_size))
+  return _served(ds, data_service, training=False, seed=None).prefetch(AUTOTUNE)
 
 
 def random_crop_window(shape: tf.Tensor, box: tf.Tensor, has_box: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
@@ -158,6 +165,15 @@ def centre_window(shape: tf.Tensor, box: tf.Tensor) -> tf.Tensor:
   top = tf.minimum(tf.floor(top + (height - side) / 2), height_width[0] - side)
   left = tf.minimum(tf.floor(left + (width - side) / 2), height_width[1] - side)
   return tf.cast(tf.stack([top, left, side, side]), tf.int32)
+
+
+def _served(ds: tf.data.Dataset, data_service: str | None, *, training: bool,
+            seed: int | None) -> tf.data.Dataset:
+  """`ds` as it comes from the tf.data service at `data_service`, or `ds`."""
+  if data_service is None:
+    return ds
+  from photo_datasets import data_service as service
+  return service.distribute(ds, data_service, training=training, seed=seed)
 
 
 def _check_counts(*, batch_size: int, shuffle_buffer: int) -> None:
