@@ -36,7 +36,7 @@ import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
 
-from photo_datasets import configs, croissant, disk, generation, images, parallel, random_access, scan, splits
+from photo_datasets import configs, croissant, disk, generation, images, parallel, random_access, scan, sharding, splits
 from photo_datasets.report import BuildReport
 
 CHECKSUMS_DIR = epath.Path(__file__).parent.parent / "checksums"
@@ -155,6 +155,11 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     self.info.metadata.update(self._report.as_metadata())
     sizes = {name: split.num_examples for name, split in self.info.splits.items()}
     print(self._report.summary(self._full_name, sizes), flush=True)
+
+  def _generate_splits(self, dl_manager: tfds.download.DownloadManager,
+                       download_config: tfds.download.DownloadConfig) -> Any:
+    # Our count of record files per split (`sharding`), unless --num_shards says.
+    return super()._generate_splits(dl_manager, sharding.with_policy(download_config))
 
   def _split_generators(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
     source = self._find_source(dl_manager)
