@@ -28,6 +28,9 @@ class Builder(builder.PhotoBuilder):
 
   RELEASE_NOTES = {"1.0.0": "Initial release."}
   READER = corpus.Reader
+  REPORT_NOTE = (
+      "Private: AIHub's terms forbid passing the photos on, and this page's thumbnails are made from them. "
+      "A report page of korean_food with thumbnails is as private as the photos: do not publish or share it.")
   MANUAL_DOWNLOAD_INSTRUCTIONS = """
   AIHub's terms forbid redistribution, so the corpus is downloaded by hand:
   1. Create an account at https://aihub.or.kr and apply for the dataset
@@ -92,6 +95,10 @@ class Builder(builder.PhotoBuilder):
       boxed.append(photo)
     report.counts["images with a crop box"] = sum(p.box is not None for p in boxed)
     return boxed
+
+  def class_descriptions(self) -> dict[str, str]:
+    """The English name of each class, for the build report page."""
+    return {c.name: c.english_name for c in classes.food_classes()}
 
   def _example_maker(self, source: epath.Path) -> _FoodExample:
     return _FoodExample(self.builder_config.image_size)

@@ -28,8 +28,10 @@ Croissant description of the built config (`croissant.py`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import tensorflow_datasets as tfds
@@ -66,6 +68,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
 
   # The hooks a dataset provides; see the module docstring.
   READER: type[generation.Reader] = generation.FileReader
+  # Shown first on the build report page (`report_page`), e.g. who may see it.
+  REPORT_NOTE = ""
+  _built: _Built | None = None  # The build just made, until its page is written.
 
   def _find_source(self, dl_manager: tfds.download.DownloadManager) -> epath.Path:
     raise NotImplementedError
@@ -140,11 +145,36 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
         logging.warning("Could not write the Croissant description in %s: %s", self.data_path, e)
       else:
         logging.info("Wrote the Croissant description %s", path)
+    self._write_report_page()
+
+  def _write_report_page(self) -> None:
+    """`report.html` and `quality.csv` beside `dataset_info.json` (`report_page`): after a
+    build, or where a config built earlier has none; then the build's summary, naming it."""
+    from photo_datasets import report_page  # Its own module; TensorFlow only for the records pass.
+
+    built = getattr(self, "_built", None)
+    self._built = None
+    page = os.path.join(os.fspath(self.data_path), report_page.FILE_NAME)
+    if built is None and os.path.exists(page):
+      return
+    try:
+      page = report_page.write(self, split_of=built and built.split_of,
+                               source_images=built and built.source_images)
+    except OSError as e:  # A read-only copy of a dataset still loads.
+      logging.warning("Could not write the build report page in %s: %s", self.data_path, e)
+      page = ""
+    if built is not None:
+      print(built.report.summary(self._full_name, built.sizes, page=page), flush=True)
+    elif page:
+      logging.info("Wrote the build report page %s", page)
 
   def _download_and_prepare(self, dl_manager: tfds.download.DownloadManager,
                             download_config: tfds.download.DownloadConfig) -> None:
     # The build in progress: its report, and whether Beam runs it.
+    started = time.perf_counter()
     self._report = BuildReport()
+    self._split_photos: dict[str, list[scan.Photo]] = {}  # What each split's generation was given.
+    self._source_path: str | None = None
     self._beam = bool(download_config.beam_runner or download_config.beam_options)
     self._converted: scan.ConvertedImages | None = None  # What the scan converted already.
     try:
@@ -152,9 +182,40 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     finally:
       if self._converted is not None:
         self._converted.close()
+    from photo_datasets import build_stats  # Imported where used, as `report_page`.
+
+    built = self._built_photos()
     self.info.metadata.update(self._report.as_metadata())
+    self.info.metadata.update(build_stats.metadata(built, self.info.features["label"].names))
+    self.info.metadata.update(build_seconds=round(time.perf_counter() - started, 1), source=self._source_path)
     sizes = {name: split.num_examples for name, split in self.info.splits.items()}
-    print(self._report.summary(self._full_name, sizes), flush=True)
+    # Printed by `download_and_prepare` once the page is written, with its path.
+    self._built = _Built(self._report, sizes, {p.file_name: split for split, group in built.items() for p in group},
+                         self._source_reader(built) if self.builder_config.image_size is None else None)
+
+  def _built_photos(self) -> dict[str, list[scan.Photo]]:
+    """The photos in each split's records: those given to generation, less those it skipped."""
+    skipped = {s.file_name for s in self._report.skipped_files}
+    return {split: [p for p in photos if p.file_name not in skipped] for split, photos in self._split_photos.items()}
+
+  def _source_reader(self, built: dict[str, list[scan.Photo]]) -> Callable[[set[str]], dict[str, bytes]]:
+    """Reads photos of a `full` build from the source (the records hold the same photos)."""
+    by_name = {p.file_name: p for photos in built.values() for p in photos}
+
+    def read(names: set[str]) -> dict[str, bytes]:
+      photos = sorted((by_name[n] for n in names if n in by_name), key=lambda p: p.location)
+      found = {}
+      with self.READER() as reader:
+        for photo in photos:
+          with contextlib.suppress(Exception):  # Gone since: no thumbnail.
+            found[photo.file_name] = photo.span.read() if photo.span else reader.read(photo.location)
+      return found
+
+    return read
+
+  def class_descriptions(self) -> dict[str, str]:
+    """Class name -> what the build report page shows beside it (e.g. an English name)."""
+    return {}
 
   def _generate_splits(self, dl_manager: tfds.download.DownloadManager,
                        download_config: tfds.download.DownloadConfig) -> Any:
@@ -177,6 +238,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     """Examples in location order (each archive opened once)."""
     make = self._example_maker(source)
     photos = sorted(photos, key=lambda p: p.location)
+    self._split_photos[split] = photos
+    self._source_path = os.fspath(source)
     if self._beam:
       from photo_datasets import beam_generation  # Needs apache_beam.
       return beam_generation.ConvertSplit(photos, make, self.READER, self._beam_skips_dir, split)
@@ -247,3 +310,13 @@ def _scan_cache_dir(dl_manager: tfds.download.DownloadManager) -> epath.Path | N
     if cache_dir == manual or cache_dir.startswith(manual + os.sep):
       return None
   return epath.Path(cache_dir)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Built:
+  """What a build leaves for its report page and summary (`PhotoBuilder._write_report_page`)."""
+
+  report: BuildReport
+  sizes: dict[str, int]  # Examples per split.
+  split_of: dict[str, str]  # file_name -> split of every example.
+  source_images: Callable[[set[str]], dict[str, bytes]] | None  # `full`: thumbnails from the source.

@@ -1,14 +1,27 @@
-"""The build report: what a build skipped or noticed, kept in `builder.info.metadata`."""
+"""The build report: what a build skipped or noticed, kept in `builder.info.metadata`.
+
+  python -m photo_datasets.report NAME [--data_dir DIR]   # e.g. korean_food/224
+
+writes the config's report page and `quality.csv` again (`report_page`), also
+for a config built before the page existed, and prints the page's path.
+"""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import importlib
+import sys
 from typing import Any
 
 
 def class_folder(file_name: str) -> str:
   """The class folder of an example's `file_name` ("<...>/<class>/<file>")."""
   return file_name.rsplit("/", 2)[-2]
+
+
+# Cases (skipped files, label conflicts, warnings) the printed summary names before "... and N more".
+SUMMARY_CASES = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,25 +65,58 @@ class BuildReport:
     report.skipped_files = [Skipped(**s) for s in metadata.get("skipped_files", [])]
     return report
 
-  def summary(self, title: str, split_sizes: dict[str, int]) -> str:
-    """A short human summary: examples per split, then what was left out and why."""
-    lines = [f"{title}: " + ", ".join(f"{s} {n}" for s, n in split_sizes.items())]
-    lines.append(f"  skipped files: {len(self.skipped_files)}")
-    lines += [f"    {s.file_name}: {s.reason}" for s in self.skipped_files]
-    if self.empty_splits:
-      lines.append("  left out (no examples): " + ", ".join(self.empty_splits))
-    for key, value in sorted(self.counts.items()):
-      lines.append(f"  {key.replace('_', ' ')}: {value}")
+  def summary(self, title: str, split_sizes: dict[str, int], page: str = "") -> str:
+    """A short human summary: examples per split, what was left out or noticed (counts, and the
+    first few cases), and the report page (`report_page`) that shows all of it."""
+    sizes = ", ".join(f"{s} {n}" for s, n in split_sizes.items())
+    left_out = f"; left out (no examples): {', '.join(self.empty_splits)}" if self.empty_splits else ""
+    identical_across = [g for g in self.duplicates if len({class_folder(f) for f in g}) > 1]
+    near_across = [g["files"] for g in self.near_duplicates if g["across_classes"]]
+    flags = list(getattr(self, "quality_flags", None) or [])
+    counts = [f"skipped files: {len(self.skipped_files)}"]
     if self.duplicates:
-      lines.append(f"  byte-identical groups (same split each): {len(self.duplicates)}")
-      lines += [f"    across classes: {' = '.join(group)}" for group in self.duplicates
-                if len({class_folder(f) for f in group}) > 1]
+      counts.append(f"byte-identical groups: {len(self.duplicates)} ({len(identical_across)} across classes)")
     if self.near_duplicates:
-      across = [g["files"] for g in self.near_duplicates if g["across_classes"]]
-      lines.append(f"  near-duplicate groups (same split each): {len(self.near_duplicates)}, "
-                   f"{len(across)} across classes")
-      lines += [f"    across classes: {' ~ '.join(files)}" for files in across]
-    lines += [f"  warning: {w}" for w in self.warnings]
-    if self.ignored_files:
-      lines.append(f"  non-image files ignored: {self.ignored_files}")
+      counts.append(f"near-duplicate groups: {len(self.near_duplicates)} ({len(near_across)} across classes)")
+    if flags:
+      counts.append(f"photos flagged: {len({row['file_name'] for row in flags})}")
+    if self.warnings:
+      counts.append(f"warnings: {len(self.warnings)}")
+    cases = ([f"skipped {s.file_name}: {s.reason}" for s in self.skipped_files]
+             + [f"across classes: {' = '.join(g)}" for g in identical_across]
+             + [f"across classes: {' ~ '.join(g)}" for g in near_across]
+             + [f"warning: {w}" for w in self.warnings])
+    lines = [f"{title}: {sizes}{left_out}", "  " + ", ".join(counts)]
+    lines += [f"    {case}" for case in cases[:SUMMARY_CASES]]
+    if len(cases) > SUMMARY_CASES:
+      lines.append(f"    ... and {len(cases) - SUMMARY_CASES} more" + (" on the report page" if page else ""))
+    if page:
+      lines.append(f"  report: {page}")
     return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+  """`python -m photo_datasets.report NAME --data_dir DIR`: the page of a built config, again."""
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("name", help="a built config, e.g. korean_food/224 (the dataset's default config without /)")
+  parser.add_argument("--data_dir", help="where it was built (default: TFDS's, ~/tensorflow_datasets)")
+  args = parser.parse_args(argv)
+  import tensorflow_datasets as tfds  # Here: the scan's workers import this module too.
+
+  from photo_datasets import report_page
+
+  try:  # Registers the builder, as `tfds build --imports` does.
+    importlib.import_module(args.name.split("/")[0])
+  except ImportError:
+    pass
+  try:
+    builder = tfds.builder(args.name, data_dir=args.data_dir)
+  except tfds.core.registered.DatasetNotFoundError as e:
+    parser.error(str(e).splitlines()[0])
+  if not builder.is_prepared():
+    parser.error(f"{args.name} is not built in {builder.data_dir_root}: build it first (tfds build).")
+  print(report_page.write(builder), file=sys.stdout, flush=True)
+
+
+if __name__ == "__main__":
+  main()

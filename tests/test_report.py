@@ -24,34 +24,36 @@ def _eventful_report() -> BuildReport:
   return report
 
 
-def test_summary_lists_sizes_skips_counts_cross_class_duplicates_warnings_and_ignored():
-  summary = _eventful_report().summary("korean_food/224", {"train": 33, "validation": 3})
+def test_summary_counts_what_was_left_out_names_the_first_cases_and_the_page():
+  report = _eventful_report()
+  report.near_duplicates = [{"files": ["구이/갈비구이/Img_000_0003.jpg", "찌개/김치찌개/Img_119_0014.jpg"],
+                             "across_classes": True}]
+  summary = report.summary("korean_food/224", {"train": 33, "validation": 3}, page="/data/report.html")
   assert summary.splitlines() == [
-      "korean_food/224: train 33, validation 3",
-      "  skipped files: 3",
-      "    찌개/김치찌개/Img_119_0006.jpg: empty file",
-      "    구이/갈비구이/Img_000_0007.jpg: cannot decode JPEG: image file is truncated",
-      "    구이/갈비구이/Img_000_0007.jpg: conversion failed: simulated decoder failure",
-      "  left out (no examples): test",
-      "  bad crop lines: 4",  # Sorted by name, "_" shown as a space.
-      "  images converted to JPEG: 6",
-      "  images with a crop box: 9",
-      "  byte-identical groups (same split each): 2",
+      "korean_food/224: train 33, validation 3; left out (no examples): test",
+      "  skipped files: 3, byte-identical groups: 2 (1 across classes), near-duplicate groups: 1 (1 across classes), "
+      "warnings: 1",
+      "    skipped 찌개/김치찌개/Img_119_0006.jpg: empty file",
+      "    skipped 구이/갈비구이/Img_000_0007.jpg: cannot decode JPEG: image file is truncated",
+      "    skipped 구이/갈비구이/Img_000_0007.jpg: conversion failed: simulated decoder failure",
       "    across classes: 구이/갈비구이/Img_000_0002.jpg = 찌개/김치찌개/Img_119_0013.jpg",
-      "  warning: 찌개/김치찌개/Img_121_0002.jpg: prefix Img_121 is class 121, but the folder is class 119",
-      "  non-image files ignored: 3",
+      "    across classes: 구이/갈비구이/Img_000_0003.jpg ~ 찌개/김치찌개/Img_119_0014.jpg",
+      "    ... and 1 more on the report page",  # The warning; counts (crop boxes, ...) are on the page only.
+      "  report: /data/report.html",
   ]
 
 
-def test_summary_of_a_clean_build_says_only_sizes_and_no_skips():
-  summary = BuildReport().summary("flowers_dataset/full", {"train": 81, "validation": 12, "test": 7})
-  assert summary.splitlines() == ["flowers_dataset/full: train 81, validation 12, test 7", "  skipped files: 0"]
+def test_summary_of_a_clean_build_says_only_sizes_no_skips_and_the_page():
+  summary = BuildReport().summary("flowers_dataset/full", {"train": 81, "validation": 12, "test": 7},
+                                  page="/data/report.html")
+  assert summary.splitlines() == ["flowers_dataset/full: train 81, validation 12, test 7", "  skipped files: 0",
+                                  "  report: /data/report.html"]
 
 
 def test_duplicates_within_one_class_are_counted_not_listed():
   report = BuildReport(duplicates=[["daisy/a.jpg", "daisy/b.jpg", "daisy/c.jpg"]])
   assert report.summary("flowers_dataset/224", {"train": 3}).splitlines()[-1] == (
-      "  byte-identical groups (same split each): 1")
+      "  skipped files: 0, byte-identical groups: 1 (0 across classes)")
 
 
 def test_metadata_round_trip_sorts_skipped_files_by_name():

@@ -1,0 +1,114 @@
+"""The statistics of a build kept in `builder.info.metadata`, for training code and the report page.
+
+Read them with `tfds.builder(name, data_dir=...).info.metadata`:
+
+* `class_counts`: split -> examples per label id (a list as long as the label's names; 0 where none).
+* `class_weights`: per label id, inverse frequency in the train split, Keras-style:
+  `n_train / (n_present * count)`, where `n_present` is the number of classes with at least one
+  train example, so the weights average to 1 over the train examples (scikit-learn's "balanced").
+  0 for a class with no train example. Pass `dict(enumerate(weights))` as Keras's `class_weight`.
+* `channel_mean`, `channel_std`: the train split's per-channel (R, G, B) mean and standard
+  deviation on 0–255, from the scan's decode of each photo (`quality.channel_stats`); absent where
+  the scan did not record them.
+* `crop_boxes`: per label id, the photos with a crop box (all splits).
+* `source_images`: what the source photos were: `formats` and `modes` (PIL's names) -> photos,
+  `orientations` (EXIF tag, "1" upright) -> photos, `conversions` ("PNG RGBA", ...) -> photos that
+  were not stored as they came, and `long_side`: a histogram of the longer side in pixels
+  (`edges`, `counts`; bin i holds edges[i] <= side < edges[i+1], the last bin is open).
+* `build_seconds`, `source`: how long the scan and conversion took, and where the source was.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from photo_datasets.scan import Photo
+
+CLASS_WEIGHTS_FORMULA = ("n_train / (n_present * count_train), n_present = classes with a train example; "
+                         "0 for a class absent from train")
+# Edges of the long-side histogram, in pixels (powers of two: sizes of web photos spread over decades).
+LONG_SIDE_EDGES = (0, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+
+
+def class_counts(photos_by_split: Mapping[str, Iterable[Photo]], class_names: Sequence[str]) -> dict[str, list[int]]:
+  """Examples per label id in each split; a photo whose folder is no class name is not counted."""
+  index = {name: i for i, name in enumerate(class_names)}
+  counts = {}
+  for split, photos in photos_by_split.items():
+    row = [0] * len(class_names)
+    for photo in photos:
+      if (label := index.get(photo.folder)) is not None:
+        row[label] += 1
+    counts[split] = row
+  return counts
+
+
+def class_weights(train_counts: Sequence[int]) -> list[float]:
+  """Inverse-frequency weights per label id (`CLASS_WEIGHTS_FORMULA`)."""
+  present = sum(1 for n in train_counts if n)
+  total = sum(train_counts)
+  return [round(total / (present * n), 6) if n else 0.0 for n in train_counts]
+
+
+def crop_boxes(photos: Iterable[Photo], class_names: Sequence[str]) -> list[int]:
+  """Photos with a crop box, per label id."""
+  index = {name: i for i, name in enumerate(class_names)}
+  counts = [0] * len(class_names)
+  for photo in photos:
+    if photo.box is not None and (label := index.get(photo.folder)) is not None:
+      counts[label] += 1
+  return counts
+
+
+def source_images(photos: Iterable[Photo]) -> dict[str, Any]:
+  """Formats, modes, EXIF orientations, conversions and the long-side histogram of the photos."""
+  formats: collections.Counter[str] = collections.Counter()
+  modes: collections.Counter[str] = collections.Counter()
+  orientations: collections.Counter[str] = collections.Counter()
+  conversions: collections.Counter[str] = collections.Counter()
+  long_side = [0] * len(LONG_SIDE_EDGES)
+  for photo in photos:
+    check = photo.check
+    formats[check.format] += 1
+    modes[check.mode] += 1
+    orientations[str(check.orientation)] += 1
+    if not (check.format == "JPEG" and check.mode == "RGB"):
+      conversions[f"{check.format} {check.mode}"] += 1
+    side = max(check.width, check.height)
+    long_side[sum(1 for edge in LONG_SIDE_EDGES[1:] if side >= edge)] += 1
+  return {"formats": dict(formats.most_common()), "modes": dict(modes.most_common()),
+          "orientations": dict(sorted(orientations.items(), key=lambda kv: int(kv[0]))),
+          "conversions": dict(conversions.most_common()),
+          "long_side": {"edges": list(LONG_SIDE_EDGES), "counts": long_side}}
+
+
+def channel_stats(train: Sequence[Photo]) -> tuple[list[float], list[float]] | None:
+  """The train photos' per-channel mean and std on 0–255 (`quality.channel_stats`), or None where
+  the scan recorded no pixel moments."""
+  try:  # The quality flags' module; the scan records each photo's moments there.
+    quality: Any = importlib.import_module("photo_datasets.quality")
+  except ImportError:
+    return None
+  if not train or not hasattr(quality, "channel_stats") or not getattr(train[0], "moments", None):
+    return None
+  mean, std = quality.channel_stats(train)
+  return [round(float(v), 4) for v in mean], [round(float(v), 4) for v in std]
+
+
+def metadata(photos_by_split: Mapping[str, Sequence[Photo]], class_names: Sequence[str]) -> dict[str, Any]:
+  """The statistics of the built photos (the examples of each split) as plain JSON data."""
+  counts = class_counts(photos_by_split, class_names)
+  every = [photo for photos in photos_by_split.values() for photo in photos]
+  stats: dict[str, Any] = {
+      "class_counts": counts,
+      "class_weights": class_weights(counts.get("train", [0] * len(class_names))),
+      "class_weights_formula": CLASS_WEIGHTS_FORMULA,
+      "crop_boxes": crop_boxes(every, class_names),
+      "source_images": source_images(every),
+  }
+  if (channels := channel_stats(photos_by_split.get("train", []))) is not None:
+    stats["channel_mean"], stats["channel_std"] = channels
+  return stats
