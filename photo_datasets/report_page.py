@@ -241,7 +241,8 @@ def _overview(page: PageData) -> str:
 
 def _classes(page: PageData) -> str:
   totals = [row.total for row in page.classes]
-  median = stats.median(totals) if totals else 0
+  found = [total for total in totals if total]  # Classes with none are marked anyway; a sample has many.
+  median = stats.median(found) if found else 0
   low = median * FAR_BELOW_MEDIAN
   widest = max(totals, default=0) or 1
   described = any(row.description for row in page.classes)
@@ -271,11 +272,12 @@ def _classes(page: PageData) -> str:
     cells.append(f'<td class="mark">{mark}</td>')
     rows.append(f'<tr class="class-row {kind}" data-label="{row.label}">{"".join(cells)}</tr>')
   legend = " ".join(f'<span style="color:{_SPLIT_COLOURS.get(s, "#999")}">■</span> {_e(s)}' for s in page.splits)
-  marked = sum(1 for t in totals if t < low)
+  marked = sum(1 for t in found if t < low)
   origin = (" Counts read back from the records: this config was built before the report existed."
             if page.counts_from_records else "")
-  return (f'<section id="classes"><h2>Classes</h2><p>{len(page.classes)} classes; median {median:g} photos per '
-          f"class; {marked} below {FAR_BELOW_MEDIAN:g} × the median are marked. Bars: {legend}. Class weights: "
+  return (f'<section id="classes"><h2>Classes</h2><p>{len(page.classes)} classes, {len(page.classes) - len(found)} '
+          f"with no photo; median {median:g} photos per class found; {marked} below {FAR_BELOW_MEDIAN:g} × the "
+          f"median are marked. Bars: {legend}. Class weights: "
           f"inverse frequency in train, n_train / (n_present × count).{origin}</p>"
           f'<table class="classes">{head}{"".join(rows)}</table></section>')
 
