@@ -257,13 +257,16 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
 
   def _scan(self, source: epath.Path, cache_dir: epath.Path | None) -> tuple[list[scan.Photo], BuildReport]:
     """Scans `source`, or reuses the saved scan of the same, unchanged files;
-    checks the disk space before the conversion starts."""
+    checks the disk space before the conversion starts. Fills the report's
+    quality flags from the photos' scores either way."""
+    from photo_datasets import quality  # Here, as this method is all that needs it.
     cache = None
     if cache_dir:
       cache = cache_dir / f"{self.name}-{scan.source_fingerprint(os.fspath(source))[:20]}.json"
       if cache.exists() and (saved := scan.load_scan(cache)) is not None:
         logging.info("Reusing the scan of %s saved in %s", source, cache)
         self._check_disk_space(len(saved[0]), sum(p.nbytes for p in saved[0]), converts_in_scan=False)
+        saved[1].quality_flags = quality.flag_rows(saved[0])  # From the saved scores, by today's thresholds.
         return saved
     size = self.builder_config.image_size
     # Beam workers convert on other machines; a bucket (gs://) holds no temporary file of ours.
@@ -275,6 +278,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
       self._converted = scan.ConvertedImages(size, self.data_dir)
     photos = scan.scan(listing, report, workers=self.workers, converted=self._converted)
     photos = self._annotate(photos, listing, report)
+    report.quality_flags = quality.flag_rows(photos)  # Information only: no photo is left out for a flag.
     if cache:
       scan.save_scan(cache, photos, report)
     # The images converted in the scan are on the disk already: what is left to write is the records.

@@ -46,6 +46,9 @@ class BuildReport:
   empty_splits: list[str] = dataclasses.field(default_factory=list)
   ignored_files: int = 0
   counts: dict[str, int] = dataclasses.field(default_factory=dict)
+  # One row per quality flag of a photo (`quality.flag_rows`): {"file_name",
+  # "split", "label", "flag", "score"}, worst first within each flag. Information only.
+  quality_flags: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
   def skip(self, file_name: str, reason: str) -> None:
     self.skipped_files.append(Skipped(file_name, reason))

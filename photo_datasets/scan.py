@@ -31,7 +31,7 @@ from typing import Any
 from etils import epath
 from tensorflow_datasets.core.utils import tqdm_utils
 
-from photo_datasets import images, near_duplicates, parallel, splits
+from photo_datasets import images, near_duplicates, parallel, quality, splits
 from photo_datasets.report import BuildReport, Skipped, class_folder
 
 Box = images.Box
@@ -114,6 +114,12 @@ class Photo:
   group_digest: str | None = None
   span: Span | None = None  # Where its bytes lie: generation reads them there, without the builder's reader.
   nbytes: int = 0  # Size of the source file.
+  # `quality.scores` of its scan pixels (flags in `quality.flag_rows`); not
+  # hashed, as a dict cannot be.
+  quality: dict[str, float] = dataclasses.field(default_factory=dict, hash=False)
+  # `quality.moments` of its scan pixels: mean R, G, B and mean R², G², B² on
+  # 0-255 (`quality.channel_stats`).
+  moments: tuple[float, ...] = ()
 
   @property
   def split(self) -> str:
@@ -184,8 +190,9 @@ class _Inspect:
       check, pixels = images.decode_and_inspect(data)
     except images.BadImage as e:
       return Skipped(candidate.file_name, str(e))
+    scores, moments = quality.measure(pixels)  # From the pixels just decoded: no second decode.
     photo = Photo(candidate.file_name, candidate.location, splits.content_digest(data), check,
-                  span=candidate.span, nbytes=len(data))
+                  span=candidate.span, nbytes=len(data), quality=scores, moments=moments)
     box = photo_box(candidate.crop, check) if candidate.crop else None
     image = None
     if self.size and images.encodes_from_scan(check, self.size, box):
@@ -257,7 +264,7 @@ def group_near_duplicates(photos: list[Photo], report: BuildReport) -> list[Phot
 
 
 # Bump when the scan learns something new or checks differently.
-_SCAN_FORMAT = 6
+_SCAN_FORMAT = 7
 
 
 def source_fingerprint(root: str) -> str:
@@ -276,7 +283,8 @@ def save_scan(path: epath.Path, photos: list[Photo], report: BuildReport) -> Non
   """Writes the scan durably (flushed to disk, then renamed into place); a
   read-only folder only costs a rescan later."""
   rows = [[p.file_name, list(p.location), p.digest, _check_row(p.check), p.box, p.group_digest,
-           dataclasses.astuple(p.span) if p.span else None, p.nbytes] for p in photos]
+           dataclasses.astuple(p.span) if p.span else None, p.nbytes, p.quality, list(p.moments)]
+          for p in photos]
   text = json.dumps({"format": _SCAN_FORMAT, "photos": rows, "report": report.as_metadata()})
   try:
     write_durably(os.fspath(path), text.encode("utf-8"))
@@ -317,11 +325,13 @@ def _check_of_row(row: list[Any]) -> images.ImageCheck:
 
 
 def _photo_of_row(row: list[Any]) -> Photo:
-  name, location, digest, check, box, group_digest, span, nbytes = row
-  if not (isinstance(name, str) and isinstance(digest, str) and len(digest) == 64 and isinstance(nbytes, int)):
+  name, location, digest, check, box, group_digest, span, nbytes, scores, moments = row
+  if not (isinstance(name, str) and isinstance(digest, str) and len(digest) == 64 and isinstance(nbytes, int)
+          and isinstance(scores, dict) and isinstance(moments, list)):
     raise ValueError(f"malformed photo row {str(row)[:80]}")
   return Photo(name, tuple(location), digest, _check_of_row(check),
-               tuple(box) if box else None, group_digest, Span(*span) if span else None, nbytes)
+               tuple(box) if box else None, group_digest, Span(*span) if span else None, nbytes,
+               {str(k): float(v) for k, v in scores.items()}, tuple(float(v) for v in moments))
 
 
 def load_scan(path: epath.Path) -> tuple[list[Photo], BuildReport] | None:
