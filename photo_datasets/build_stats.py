@@ -21,10 +21,10 @@ Read them with `tfds.builder(name, data_dir=...).info.metadata`:
 from __future__ import annotations
 
 import collections
-import importlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from photo_datasets import quality
 from photo_datasets.scan import Photo
 
 CLASS_WEIGHTS_FORMULA = ("n_train / (n_present * count_train), n_present = classes with a train example; "
@@ -86,16 +86,10 @@ def source_images(photos: Iterable[Photo]) -> dict[str, Any]:
 
 
 def channel_stats(train: Sequence[Photo]) -> tuple[list[float], list[float]] | None:
-  """The train photos' per-channel mean and std on 0–255 (`quality.channel_stats`), or None where
-  the scan recorded no pixel moments."""
-  try:  # The quality flags' module; the scan records each photo's moments there.
-    quality: Any = importlib.import_module("photo_datasets.quality")
-  except ImportError:
-    return None
-  if not train or not hasattr(quality, "channel_stats") or not getattr(train[0], "moments", None):
-    return None
-  mean, std = quality.channel_stats(train)
-  return [round(float(v), 4) for v in mean], [round(float(v), 4) for v in std]
+  """The train photos' per-channel mean and std on 0–255 (`quality.channel_stats`, from the
+  pixel moments the scan recorded), or None where there are none."""
+  mean, std = quality.channel_stats(train, split="train")
+  return (mean, std) if mean else None
 
 
 def metadata(photos_by_split: Mapping[str, Sequence[Photo]], class_names: Sequence[str]) -> dict[str, Any]:

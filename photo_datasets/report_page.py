@@ -40,6 +40,7 @@ from typing import Any
 
 from PIL import Image, ImageOps
 
+from photo_datasets import quality
 from photo_datasets.report import BuildReport, class_folder
 
 FILE_NAME = "report.html"
@@ -82,6 +83,7 @@ class PageData:
   report: BuildReport
   quality_flags: list[dict[str, Any]] = dataclasses.field(default_factory=list)
   flag_names: list[str] = dataclasses.field(default_factory=list)  # Display order.
+  flag_thresholds: dict[str, float] = dataclasses.field(default_factory=dict)  # Flagged below these scores.
   split_of: dict[str, str] = dataclasses.field(default_factory=dict)  # file_name -> split, where known.
   source: str | None = None
   build_seconds: float | None = None
@@ -345,13 +347,17 @@ def _flags(page: PageData, uris: Mapping[str, str]) -> str:
   for flag, rows in by_flag.items():
     figures = "".join(_figure(r["file_name"], uris, f"{r['split']} · {r['label']} · {float(r['score']):.3g}")
                       for r in rows[:THUMBNAILS_PER_SECTION])
-    parts.append(f'<h3 id="flag-{_e(flag)}">{_e(flag.replace("_", " "))}: {len(rows):,}</h3>'
+    threshold = page.flag_thresholds.get(flag)
+    rule = f" (score below {threshold:g})" if threshold is not None else ""
+    parts.append(f'<h3 id="flag-{_e(flag)}">{_e(flag.replace("_", " "))}: {len(rows):,}{rule}</h3>'
                  f'<div class="gallery">{figures}</div>'
                  + _more(min(len(rows), THUMBNAILS_PER_SECTION), len(rows), "photos", CSV_NAME))
   if not by_flag:
     parts.append("<p>No quality flags recorded for this build.</p>")
   return ('<section id="quality"><h2>Quality flags</h2><p>Computed in the scan from the pixels it decodes; a flag '
-          f"is information, nothing is removed by it. Worst first; every flagged photo is in {CSV_NAME}.</p>"
+          f"is information, nothing is removed by it. Scores follow CleanVision's convention: 0 to 1, lower is worse "
+          "(definitions and thresholds: <code>photo_datasets/quality.py</code>). Worst first; every flagged photo "
+          f"is in {CSV_NAME}.</p>"
           + "".join(parts) + "</section>")
 
 
@@ -469,13 +475,9 @@ def _label_key(info: Any) -> str:
 
 
 def _flag_names(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-  """The flags in display order: `quality.FLAGS`, where that module is there, then any others."""
-  try:
-    import importlib
-    names = list(importlib.import_module("photo_datasets.quality").FLAGS)
-  except (ImportError, AttributeError):
-    names = []
-  return names + [flag for flag in dict.fromkeys(row["flag"] for row in rows) if flag not in names]
+  """The flags in display order: `quality.FLAGS`, then any others the rows name."""
+  return list(quality.FLAGS) + [flag for flag in dict.fromkeys(row["flag"] for row in rows)
+                                if flag not in quality.FLAGS]
 
 
 def page_data(builder: Any, split_of: Mapping[str, str] | None = None) -> PageData:
@@ -496,6 +498,7 @@ def page_data(builder: Any, split_of: Mapping[str, str] | None = None) -> PageDa
   return PageData(
       dataset=f"{info.name}/{info.config_name}", config_description=config.description if config else "",
       splits=splits, classes=classes, report=report, quality_flags=flags, flag_names=_flag_names(flags),
+      flag_thresholds=dict(quality.THRESHOLDS),
       split_of=dict(split_of or {}), source=metadata.get("source"), build_seconds=metadata.get("build_seconds"),
       source_images=metadata.get("source_images"), class_weights=metadata.get("class_weights"),
       channel_mean=metadata.get("channel_mean"), channel_std=metadata.get("channel_std"),

@@ -204,6 +204,8 @@ def test_metadata_holds_class_counts_weights_and_source_statistics_readable_from
   assert sources["conversions"]["PNG RGB"] == 2
   assert sum(sources["long_side"]["counts"]) == len(examples)
   assert metadata["build_seconds"] > 0 and metadata["source"].endswith("flower_photos")
+  assert len(metadata["channel_mean"]) == len(metadata["channel_std"]) == 3
+  assert all(40 < v < 200 for v in metadata["channel_mean"]) and all(20 < v < 120 for v in metadata["channel_std"])
 
 
 def test_class_weights_are_inverse_frequency_and_zero_for_an_empty_class():
