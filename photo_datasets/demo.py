@@ -8,38 +8,76 @@ trains the small model of `photo_datasets.train` for one epoch on it (the
 input pipeline of `photo_datasets.pipeline`), and prints a summary per
 dataset: the build report, the training speed and where the model, history,
 curves and two picture grids (stored examples, and what the training pipeline
-feeds the model) went (`<out_dir>/<dataset>/`).
+feeds the model) went (`<out_dir>/<dataset>/`), and each config's build report
+page (`report.html`, beside its `dataset_info.json`).
+
+It prints at most 40 lines in all: `tfds build`'s own output (TensorFlow's
+start-up messages, progress bars, TFDS's dump of the DatasetInfo) is captured
+and only the build's short summary shown (all of it where the build fails),
+and TensorFlow's C++ start-up messages are turned off (`TF_CPP_MIN_LOG_LEVEL`,
+unless set) before TensorFlow is imported.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.resources
 import os
 import subprocess
 import sys
-
-import tensorflow_datasets as tfds
-
-from photo_datasets import show, train
-from photo_datasets.report import BuildReport
+import tempfile
+from collections.abc import Iterator
 
 # Each dataset's package bundles its sample in `sample/`, used as manual dir.
 DATASETS = ("flowers_dataset", "korean_food")
 CONFIG = "224"
 
 
-def build(name: str, data_dir: str) -> None:
+@contextlib.contextmanager
+def native_stderr_hidden() -> Iterator[None]:
+  """Hides what native code writes to file descriptor 2 in the block: TensorFlow's start-up lines
+  (oneDNN, CUDA probing), printed before it reads `TF_CPP_MIN_LOG_LEVEL`. Shown after all where
+  the block raises."""
+  sys.stderr.flush()
+  saved = os.dup(2)
+  with tempfile.TemporaryFile() as captured:
+    os.dup2(captured.fileno(), 2)
+    try:
+      yield
+    except BaseException:
+      os.dup2(saved, 2)
+      captured.seek(0)
+      sys.stderr.write(captured.read().decode("utf-8", "replace"))
+      raise
+    finally:
+      os.dup2(saved, 2)
+      os.close(saved)
+
+
+def build(name: str, data_dir: str) -> list[str]:
+  """Builds every config of `name` from its sample with `tfds build`; returns each config's
+  summary: examples per split, what was left out or noticed, and the report page."""
   manual_dir = importlib.resources.files(name) / "sample"
-  subprocess.run(
+  done = subprocess.run(
       [sys.executable, "-m", "tensorflow_datasets.scripts.cli.main", "build", name,
        "--imports", name, "--manual_dir", str(manual_dir), "--data_dir", data_dir,
        "--overwrite"],
-      check=True)
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={"TF_CPP_MIN_LOG_LEVEL": "2", **os.environ},
+      check=False)
+  if done.returncode:
+    print(done.stdout, file=sys.stderr)
+    raise subprocess.CalledProcessError(done.returncode, done.args)
+  # The summary lines `PhotoBuilder` prints: "name/config: sizes", counts, "  report: path"; the
+  # first few cases (indented 4) are on the page.
+  lines = [line.rsplit("\r", 1)[-1] for line in done.stdout.splitlines()]
+  return [line for line in lines if line.startswith((f"{name}/", "  ")) and not line.startswith("    ")]
 
 
 def loaded_batch(name: str, data_dir: str, batch_size: int) -> str:
   """One batch read back with plain `tfds.load`, as a user first would, described."""
+  import tensorflow_datasets as tfds
+
   # No automatic cache: reading one batch would leave it partly filled (and TF warns about that).
   ds = tfds.load(name, split="train", data_dir=data_dir, batch_size=batch_size, as_supervised=True,
                  read_config=tfds.ReadConfig(try_autocache=False))
@@ -56,12 +94,21 @@ def main(argv: list[str] | None = None) -> None:
   parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
   parser.add_argument("--batch_size", type=int, default=8)
   args = parser.parse_args(argv)
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Before TensorFlow loads: its INFO and WARNING lines.
+  with native_stderr_hidden():  # What it prints before reading that, and its probe for a GPU.
+    import tensorflow as tf
+    import tensorflow_datasets as tfds
+
+    from photo_datasets import report_page, show, train
+    tf.config.list_physical_devices("GPU")
+
   data_dir = os.path.abspath(args.data_dir)
   out_root = os.path.abspath(args.out_dir or os.path.join(os.path.dirname(data_dir), "demo_out"))
 
   summaries = []
   for name in args.datasets:
-    build(name, data_dir)
+    print(f"tfds build {name} (every config, from its bundled sample):", flush=True)
+    print("\n".join(f"  {line}" for line in build(name, data_dir)), flush=True)
     config = f"{name}/{CONFIG}"
     batch = loaded_batch(config, data_dir, args.batch_size)
     result = train.train(config, data_dir=data_dir, out_dir=os.path.join(out_root, name), epochs=1,
@@ -70,12 +117,12 @@ def main(argv: list[str] | None = None) -> None:
                                 out=os.path.join(result.out_dir, "examples.png")),
                 show.write_grid(config, split="train", data_dir=data_dir, pipeline=True, seed=0,
                                 out=os.path.join(result.out_dir, "training_input.png"))]
-    info = tfds.builder(config, data_dir=data_dir).info
-    sizes = {split: split_info.num_examples for split, split_info in info.splits.items()}
+    page = os.path.join(os.fspath(tfds.builder(config, data_dir=data_dir).data_path), report_page.FILE_NAME)
     training = train.summary(result).replace("\n", "\n  ")
-    summaries.append(f"{BuildReport.from_metadata(dict(info.metadata)).summary(name, sizes)}\n  {batch}\n"
+    summaries.append(f"{name}:\n  {batch}\n"
                      f"  trained 1 epoch: {training}\n"
-                     f"  pictures: {pictures[0]} (stored), {pictures[1]} (what the model sees)")
+                     f"  pictures: {pictures[0]} (stored), {pictures[1]} (what the model sees)\n"
+                     f"  build report: {page} (and one beside each config's dataset_info.json)")
 
   print(f"\n=== Summary (data in {data_dir}, training results in {out_root}) ===")
   print("\n".join(summaries))
