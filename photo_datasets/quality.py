@@ -6,58 +6,67 @@ and `quality.csv`): nothing is removed or changed by it.
 
 `measure` runs in the scan's workers on the upright RGB pixels of
 `images.decode_and_inspect` (JPEGs at reduced DCT scale, 224 to 447 px on the
-short side; other formats at full size), so no photo is decoded twice. It
-returns the photo's per-photo `scores` and the `moments` of its pixels (for
-`channel_stats`, the train split's mean and standard deviation). Two flags need
-only the source's size: `odd_aspect_ratio`, and `odd_size`, which compares a
-photo with the corpus's median, so it is decided after the scan
-(`flags_of(scores, width, height, median_size)`, `flag_rows`).
+short side; other formats at full size), so no photo is decoded twice and the
+conversion does nothing more. It returns the photo's `scores` and the
+`moments` of its pixels (for `channel_stats`: the train split's per-channel
+mean and standard deviation). Two flags need only the source's size:
+`odd_aspect_ratio`, and `odd_size`, which compares a photo with the corpus's
+median, so both are decided after the scan from each photo's upright source
+width and height (`flags_of(scores, width, height, median_size)`; `flag_rows`
+makes the report's rows).
 
 Every score follows CleanVision's convention (cleanlab/cleanvision, Apache-2.0,
 `issue_managers/image_property.py`): a number in [0, 1], lower is worse, and a
-photo is flagged when its score is below `THRESHOLDS[flag]`. The definitions and
-thresholds, checked on the 47 AIHub photos and 100 tf_flowers photos of
-`../shared/realdata` (tests/test_quality.py counts what each flag marks there):
+photo is flagged when its score is below `THRESHOLDS[flag]`. The definitions
+and thresholds, checked on the 47 AIHub photos in ../shared/realdata/kfood and
+the 100 tf_flowers photos (tests/test_quality.py asserts what each flag marks
+there):
 
 * `dark`: the 99th percentile of the pixels' perceived brightness,
   sqrt(0.241 R² + 0.691 G² + 0.068 B²) / 255, below 0.32 (CleanVision's formula
-  and threshold: even the brightest 1 % of the pixels are dim). The darkest real
-  photo (a dandelion at night) scores 0.49: none is flagged.
+  and threshold: even the brightest 1 % of the pixels are dim). The darkest
+  real photo (a dandelion against a dark background) scores 0.48: none is
+  flagged.
 * `light`: 1 minus the 5th percentile of the same brightness, below 0.05
   (CleanVision's: even the darkest 5 % of the pixels are nearly white). The
   real photos score 0.40 or more: none is flagged.
 * `low_information`: the entropy in bits of the 768-bin RGB histogram (PIL's
   `Image.entropy`, as CleanVision) times 0.1, below 0.3 (CleanVision's
   normalising factor and threshold; a flat photo scores 0, a photo about 0.9).
-  It marks one real photo: a small sunflower on a black background (0.25).
-* `blurry`: CleanVision measures the spread of PIL's FIND_EDGES on a 64-px
-  greyscale copy; at 64 px a blur of 2 px at the training size hardly shows
-  (the real photos' median fell by 15 %, every one stayed above the
-  threshold). Here: the standard deviation of the 4-neighbour Laplacian of a
-  greyscale copy with 128 px on its long side (box-filtered), divided by the
-  standard deviation of that copy (so a dark or low-contrast sharp photo is not
-  blurry), as 1 - exp(-ratio); flagged below 0.26 (a ratio of 0.3). The real
-  photos' ratios are 0.36 and more (the least: deliberately soft backgrounds);
-  a Gaussian blur of 2 px on a 224-px short side halves them (median 0.28, so
-  about half are flagged), 4 px flags nearly all. A flat photo scores 1: it is
+  It marks one real photo: a small sunflower on a black background (0.24; the
+  next scores 0.55).
+* `blurry`: CleanVision measures the spread of PIL's FIND_EDGES on a greyscale
+  copy 64 px on its long side, where a blur of 2 px at the training size
+  (224 px on the short side) hardly shows: the real photos' median fell by
+  15 %. Here: the standard deviation of the 4-neighbour Laplacian of a
+  greyscale sample 128 px on its long side, divided by the standard deviation
+  of that sample (so a dark or faint but sharp photo is not blurry), as
+  1 - exp(-ratio); flagged below 0.26 (a ratio of 0.3). The real photos'
+  ratios are 0.50 and more (median 1.35); that 2-px blur cuts the median to 0.31, so
+  it flags 19 of the 47 AIHub photos and 51 of the 100 flowers, a 4-px blur
+  45 and 97, a 1-px blur 0 and 5. A flat photo scores 1: it is
   `low_information`, not blurry.
 * `grayscale`: CleanVision flags a photo stored greyscale (mode "L", or three
-  equal channels); a colour JPEG of a grey photo has channels that differ by
-  JPEG's chroma noise. Here: the 99th percentile of max(R, G, B) - min(R, G, B)
-  over the pixels, / 255, below 10 / 255 (a greyscale source scores 0, the real
-  black-and-white daisy stored as colour 3 / 255, the least colourful colour
-  photo 32 / 255). The 99th percentile lets a coloured logo on under 1 % of a
-  grey photo pass; a colour photo on a black background is not grey.
+  equal channels); a grey photo stored as a colour JPEG has channels that
+  differ by JPEG's chroma noise. Here: the 99th percentile over the pixels of
+  max(R, G, B) - min(R, G, B), / 255, below 10 / 255. A greyscale source scores
+  0, the real black-and-white daisy stored in colour 3 / 255 (flagged), the
+  least colourful colour photo 32 / 255. The percentile lets a coloured mark on
+  under 1 % of a grey photo pass, and a colour subject on black is not grey.
+  (A flat black or white photo is grey too.)
 * `odd_aspect_ratio`: min(w / h, h / w) of the upright source below 0.35
   (CleanVision's): strips wider than about 3 : 1, of which the square configs
-  keep a third. It marks two 1198 × 400 AIHub photos.
+  keep a third. It marks two 1198 × 400 AIHub photos (0.33).
 * `odd_size`: the photo's side, sqrt(w × h), against the median side of all the
   scan's photos: min(side / median, median / side), below 0.1 (CleanVision's
-  ratio of 10 in either direction, as its median-based version before 0.3.2).
-  Among the real photos the ratios lie within 2: none is flagged.
+  ratio of 10 either way, from its median-based version; it has since moved to
+  an interquartile rule). Among the real photos every ratio is within 2.
 
-Cost: at most 0.3 ms of CPU per photo in the scan, and nothing in the
-conversion; `scripts/quality_cost.py` measures it (see the README).
+The pixel scores read nearest-neighbour samples of the scan's pixels (a subset
+of them, never averages, which would hide blur): 128 px on the long side for
+the Laplacian, 96 px for the rest. They cost about a quarter of a millisecond
+of one core per photo; `scripts/quality_cost.py` measures it (README, "Quality
+flags").
 """
 
 from __future__ import annotations
@@ -100,14 +109,12 @@ DESCRIPTIONS: dict[str, str] = {
     "odd_size": "min(side / median side, median side / side), side = sqrt(width * height)",
 }
 
-# The scan's pixels are 224-447 px on the short side (more for a PNG): every
-# score reads one nearest-neighbour sample of them, a subset of the pixels
-# (never averages: blur stays visible), as one pass over all of them would
-# cost more than the whole budget.
+# One pass over all the scan's pixels (224-447 px on the short side, more for a
+# PNG) would cost more than the whole budget: the scores read samples of them.
 _BLUR_SIDE = 128  # Long side of the greyscale sample the Laplacian sees (about 12,000 pixels).
 _SAMPLE_SIDE = 96  # Long side of the colour sample the other scores see (about 7,000 pixels).
 _DECIMALS = 4  # Scores are kept to this many decimals (the saved scan, the report).
-_WEIGHTS = np.array([0.241, 0.691, 0.068], np.float32)  # CleanVision's perceived brightness.
+_WEIGHTS = np.array([0.241, 0.691, 0.068])  # CleanVision's perceived brightness.
 
 
 def measure(pixels: np.ndarray | Image.Image) -> tuple[dict[str, float], tuple[float, ...]]:
@@ -119,8 +126,8 @@ def measure(pixels: np.ndarray | Image.Image) -> tuple[dict[str, float], tuple[f
   larger = image.resize(_fit(image.size, _BLUR_SIDE), Image.Resampling.NEAREST)
   sample = larger.resize(_fit(larger.size, _SAMPLE_SIDE), Image.Resampling.NEAREST)
   levels = np.asarray(sample)
-  rgb = levels.reshape(-1, 3).astype(np.float32)
-  share = np.full(len(rgb), 1 / len(rgb), np.float32)  # Means as products: numpy's axis-0 mean is slow.
+  rgb = levels.reshape(-1, 3).astype(np.float64)  # Float32 sums of squares drift in the fifth digit.
+  share = np.full(len(rgb), 1 / len(rgb))  # Means as products: numpy's axis-0 mean is slow.
   means = share @ rgb
   rgb *= rgb
   squares = share @ rgb
