@@ -191,7 +191,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     sizes = {name: split.num_examples for name, split in self.info.splits.items()}
     # Printed by `download_and_prepare` once the page is written, with its path.
     self._built = _Built(self._report, sizes, {p.file_name: split for split, group in built.items() for p in group},
-                         self._source_reader(built) if self.builder_config.image_size is None else None)
+                         self._source_reader(built))
 
   def _built_photos(self) -> dict[str, list[scan.Photo]]:
     """The photos in each split's records: those given to generation, less those it skipped."""
@@ -199,8 +199,12 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     return {split: [p for p in photos if p.file_name not in skipped] for split, photos in self._split_photos.items()}
 
   def _source_reader(self, built: dict[str, list[scan.Photo]]) -> Callable[[set[str]], dict[str, bytes]]:
-    """Reads photos of a `full` build from the source (the records hold the same photos)."""
+    """Reads the report page's photos from the source, framed as stored (a sized config's
+    square crop, at thumbnail size): a few reads instead of a pass over every record."""
+    from photo_datasets import report_page
+
     by_name = {p.file_name: p for photos in built.values() for p in photos}
+    size = self.builder_config.image_size
 
     def read(names: set[str]) -> dict[str, bytes]:
       photos = sorted((by_name[n] for n in names if n in by_name), key=lambda p: p.location)
@@ -208,7 +212,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
       with self.READER() as reader:
         for photo in photos:
           with contextlib.suppress(Exception):  # Gone since: no thumbnail.
-            found[photo.file_name] = photo.span.read() if photo.span else reader.read(photo.location)
+            data = photo.span.read() if photo.span else reader.read(photo.location)
+            found[photo.file_name] = images.encode_image(
+                data, photo.check, size=report_page.THUMBNAIL_SIDE, box=photo.box) if size else data
       return found
 
     return read
@@ -323,4 +329,4 @@ class _Built:
   report: BuildReport
   sizes: dict[str, int]  # Examples per split.
   split_of: dict[str, str]  # file_name -> split of every example.
-  source_images: Callable[[set[str]], dict[str, bytes]] | None  # `full`: thumbnails from the source.
+  source_images: Callable[[set[str]], dict[str, bytes]]  # The page's photos, read from the source.

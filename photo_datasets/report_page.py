@@ -13,12 +13,14 @@ classes far below the median marked), problems (skipped files, near-duplicate
 and byte-identical groups, rejected crop lines, warnings), quality flags, and
 the source photos' sizes, formats, conversions and EXIF rotations.
 
-Thumbnails show what the records hold: the stored images, read back from the
-records by `file_name` (one pass over each split with the images left encoded,
-and only the wanted ones kept); for a `full` config at build time, the source
-photos themselves (the same pixels, read by their span instead of a pass over
-every record). A skipped file gets a thumbnail when it is still a file under
-the source folder and something of it decodes.
+Thumbnails show what the records hold. At build time they are made from the
+source photos, framed as stored (a sized config's square crop, made by the
+same conversion at thumbnail size; a `full` config's photo upright): a few
+hundred reads by span. For a config built earlier, whose source may be gone,
+the stored images are read back from the records by `file_name`: one pass
+over each split with the images left encoded (`SkipDecoding`), only the
+wanted ones kept. A skipped file gets a thumbnail when it is still a file
+under the source folder and something of it decodes.
 
 `quality.csv` holds every flagged photo: file name, split, label, flag, score.
 """
@@ -526,8 +528,8 @@ def write(builder: Any, *, split_of: Mapping[str, str] | None = None,
     split_of: file_name -> split of every example, where the caller knows them (a build);
       else a pass over the records learns them (and the class counts, where the metadata
       holds none).
-    source_images: reads the wanted photos from the source instead of the records (a `full`
-      config at build time: the records hold the same photos).
+    source_images: reads the wanted photos, framed as stored, from the source instead of the
+      records (a build: far cheaper than a pass over every record).
   """
   page = page_data(builder, split_of)
   stored, skipped = wanted_thumbnails(page)

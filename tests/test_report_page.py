@@ -189,6 +189,27 @@ def test_thumbnails_are_small_upright_jpegs_of_the_stored_photos(built):
         assert thumb.format == "JPEG" and max(thumb.size) <= report_page.THUMBNAIL_SIDE
 
 
+def _thumbnails(page: pathlib.Path) -> dict[str, Image.Image]:
+  found = {}
+  for image in _Page(page.read_text("utf-8")).images:
+    with Image.open(io.BytesIO(base64.b64decode(image["src"].split(",", 1)[1]))) as thumb:
+      found[image["alt"]] = thumb.convert("RGB")
+  return found
+
+
+def test_a_builds_thumbnails_from_the_source_are_framed_as_the_stored_images(built):
+  """At build time thumbnails come from the source; they show what the records hold: for 224,
+  the square crop of the stored image (of a wide photo, not the whole photo)."""
+  for builder, page, _, examples in built[1].values():
+    for name, thumb in _thumbnails(page).items():
+      with Image.open(io.BytesIO(examples[name]["image"])) as stored:
+        expected = stored.convert("RGB").resize(thumb.size, Image.Resampling.BILINEAR)
+      difference = sum(abs(a - b) for a, b in zip(thumb.tobytes(), expected.tobytes(), strict=True))
+      assert difference / len(thumb.tobytes()) < 12, (builder.builder_config.name, name)
+      if builder.builder_config.name == "224":
+        assert thumb.size == (report_page.THUMBNAIL_SIDE, report_page.THUMBNAIL_SIDE)
+
+
 def test_metadata_holds_class_counts_weights_and_source_statistics_readable_from_a_new_builder(built):
   data_dir, builds = built
   builder, _, _, examples = builds["224"]
