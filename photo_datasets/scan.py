@@ -3,7 +3,8 @@
 A builder lists its source as `Candidate`s (name, location, and the bytes or
 the `Span` where a worker reads them), in location order in this process.
 Workers read and decode each one completely
-(`images.decode_and_inspect`) and hash it for the split rule; what cannot be
+(`images.decode_and_inspect`), hash it for the split rule and score its
+quality from the same pixels (`quality.measure`); what cannot be
 used is skipped with its reason in the `BuildReport`. The result is saved in
 TFDS's download dir, keyed by the names, sizes and times of the source files,
 and reused by every config built later from the same files.
