@@ -10,6 +10,11 @@ thumbnails made from the bundled CC-BY flower photos at 224×224 (standing in
 for the stored images; every section at its cap of thumbnails). Prints the
 time to make the thumbnails, to render, and the page's size.
 
+With `--source_photos DIR` (e.g. the real photos in ../shared/realdata/kfood),
+also times what a build spends per thumbnail: read the source photo, convert
+it as the 224 config stores it at thumbnail size (`images.encode_image`), make
+the page's JPEG; and the total for the page's thumbnails at that rate.
+
 With `--records`, also times the records pass that finds the thumbnails' stored
 images (`report_page.read_records` reads each split with the images left
 encoded): on TFRecord files of `--photos` examples holding random bytes of the
@@ -32,7 +37,7 @@ from PIL import Image
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from korean_food import food_classes  # noqa: E402
-from photo_datasets import report_page  # noqa: E402
+from photo_datasets import images, report_page  # noqa: E402
 from photo_datasets.report import BuildReport, Skipped  # noqa: E402
 
 SAMPLE = pathlib.Path(__file__).resolve().parents[1] / "flowers_dataset" / "sample" / "flower_photos"
@@ -140,14 +145,15 @@ def main() -> None:
   parser.add_argument("--photos", type=int, default=150_000)
   parser.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "report_scale.html"))
   parser.add_argument("--records", action="store_true")
+  parser.add_argument("--source_photos")
   args = parser.parse_args()
   start = time.perf_counter()
   page = simulated_page(args.photos)
   simulated = time.perf_counter() - start
   stored, skipped = report_page.wanted_thumbnails(page)
-  images = stored_stand_ins(stored | skipped)
+  stand_ins = stored_stand_ins(stored | skipped)
   start = time.perf_counter()
-  uris = report_page.data_uris(images)
+  uris = report_page.data_uris(stand_ins)
   thumbnails = time.perf_counter() - start
   start = time.perf_counter()
   text = report_page.render(page, uris)
@@ -156,6 +162,21 @@ def main() -> None:
   rendered = time.perf_counter() - start
   print(f"{args.photos:,} photos (simulated in {simulated:.1f} s): {len(uris)} thumbnails made in {thumbnails:.1f} s, "
         f"page rendered and written in {rendered:.2f} s: {os.path.getsize(args.out) / 1e6:.2f} MB ({args.out})")
+  if args.source_photos:
+    paths = sorted(p for p in pathlib.Path(args.source_photos).rglob("*") if p.suffix.lower() in (".jpg", ".jpeg"))
+    start = time.perf_counter()
+    for path in paths:
+      data = path.read_bytes()
+      check, _ = images.decode_and_inspect(data)
+      report_page.thumbnail(images.encode_image(data, check, size=report_page.THUMBNAIL_SIDE))
+    each = (time.perf_counter() - start) / len(paths)
+    # decode_and_inspect stands for nothing a build does here (the scan did it); time it apart.
+    start = time.perf_counter()
+    for path in paths:
+      images.decode_and_inspect(path.read_bytes())
+    each -= (time.perf_counter() - start) / len(paths)
+    print(f"source thumbnails: {each * 1e3:.1f} ms each over {len(paths)} photos in {args.source_photos}; "
+          f"{len(uris)} thumbnails: {each * len(uris):.1f} s")
   if args.records:
     seconds = time_records_pass(args.photos, stored, sorted(page.split_of))
     print(f"records pass over {args.photos:,} examples of {STORED_BYTES / 1e3:.0f} KB for {len(stored)} thumbnails: "
