@@ -37,15 +37,15 @@ there):
   next scores 0.55).
 * `blurry`: CleanVision measures the spread of PIL's FIND_EDGES on a greyscale
   copy 64 px on its long side, where a blur of 2 px at the training size
-  (224 px on the short side) hardly shows: the real photos' median fell by
-  15 %. Here: the standard deviation of the 4-neighbour Laplacian of a
-  greyscale sample 128 px on its long side, divided by the standard deviation
-  of that sample (so a dark or faint but sharp photo is not blurry), as
-  1 - exp(-ratio); flagged below 0.26 (a ratio of 0.3). The real photos'
-  ratios are 0.50 and more (median 1.35); that 2-px blur cuts the median to 0.31, so
-  it flags 19 of the 47 AIHub photos and 51 of the 100 flowers, a 4-px blur
-  45 and 97, a 1-px blur 0 and 5. A flat photo scores 1: it is
-  `low_information`, not blurry.
+  (224 px on the short side) hardly shows: on the real photos (its measure
+  restated here) their median fell by 15 %. Here: the standard deviation of
+  the 4-neighbour Laplacian of a greyscale sample 128 px on its long side,
+  divided by the standard deviation of that sample (so a dark or faint but
+  sharp photo is not blurry), as 1 - exp(-ratio); flagged below 0.26 (a ratio
+  of 0.3). The real photos' ratios are 0.50 and more (median 1.35); that 2-px
+  blur cuts the median to 0.31, so it flags 19 of the 47 AIHub photos and 51
+  of the 100 flowers, a 4-px blur 45 and 97, a 1-px blur 0 and 5. A flat photo
+  scores 1: it is `low_information`, not blurry.
 * `grayscale`: CleanVision flags a photo stored greyscale (mode "L", or three
   equal channels); a grey photo stored as a colour JPEG has channels that
   differ by JPEG's chroma noise. Here: the 99th percentile over the pixels of
