@@ -350,7 +350,7 @@ def _flags(page: PageData, uris: Mapping[str, str]) -> str:
     figures = "".join(_figure(r["file_name"], uris, f"{r['split']} · {r['label']} · {float(r['score']):.3g}")
                       for r in rows[:THUMBNAILS_PER_SECTION])
     threshold = page.flag_thresholds.get(flag)
-    rule = f" (score below {threshold:g})" if threshold is not None else ""
+    rule = f" (score below {threshold:.3g})" if threshold is not None else ""
     parts.append(f'<h3 id="flag-{_e(flag)}">{_e(flag.replace("_", " "))}: {len(rows):,}{rule}</h3>'
                  f'<div class="gallery">{figures}</div>'
                  + _more(min(len(rows), THUMBNAILS_PER_SECTION), len(rows), "photos", CSV_NAME))
