@@ -226,3 +226,54 @@ def test_sized_training_images_are_the_stored_ones_some_mirrored(kfood_dir):
   for image, original, flipped in zip(seen, stored, mirrored, strict=True):
     np.testing.assert_array_equal(image, original[:, ::-1] if flipped else original)
   assert 0 < sum(mirrored) < 33
+
+
+@pytest.fixture(scope="module")
+def three_files_dir(tmp_path_factory):
+  """flowers_dataset/64 of three classes in 3 record files per split."""
+  root = tmp_path_factory.mktemp("three_files")
+  for label in ("daisy", "tulips", "roses"):
+    shutil.copytree(SAMPLE / label, root / "manual" / "flower_photos" / label)
+  builder = tfds.builder("flowers_dataset/64", data_dir=os.fspath(root / "data"))
+  builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+      manual_dir=os.fspath(root / "manual"), num_shards=3))
+  return os.fspath(root / "data")
+
+
+def _images(ds) -> list[bytes]:
+  return [image.tobytes() for images, _ in tfds.as_numpy(ds) for image in images]
+
+
+@pytest.mark.parametrize("split", ["train", "train[:10%]", "train[25%:60%]", "validation+test", "all"])
+def test_split_expressions_read_the_examples_tfds_reads_in_its_order(three_files_dir, split):
+  stored = tfds.load("flowers_dataset/64", split=split, data_dir=three_files_dir, batch_size=5,
+                     as_supervised=True)
+  evaluation = pipeline.evaluation_dataset("flowers_dataset/64", split=split, batch_size=5,
+                                           data_dir=three_files_dir)
+  assert _images(evaluation) == _images(stored)
+  training = pipeline.training_dataset("flowers_dataset/64", split=split, batch_size=1,
+                                       data_dir=three_files_dir)
+  # Unseeded: any order and flips, every example once.
+  seen = [image for images, _ in tfds.as_numpy(training) for image in images]
+  as_stored = sorted(image.tobytes() if image.tobytes() in set(_images(stored)) else image[:, ::-1].tobytes()
+                     for image in seen)
+  assert as_stored == sorted(_images(stored))
+  assert training.cardinality() == len(seen)  # Keras knows the steps of an epoch.
+
+
+def test_half_the_stored_size_is_decoded_at_reduced_dct_scale(data_dir):
+  stored = [image for image, _ in tfds.as_numpy(tfds.load(
+      "flowers_dataset/64", split="validation", data_dir=data_dir, as_supervised=True,
+      decoders={"image": tfds.decode.SkipDecoding()}))]
+  halves = [image for images, _ in tfds.as_numpy(pipeline.evaluation_dataset(
+      "flowers_dataset/64", split="validation", image_size=32, data_dir=data_dir)) for image in images]
+  assert [image.shape for image in halves] == [(32, 32, 3)] * len(stored)
+  for encoded, half in zip(stored, halves, strict=True):
+    np.testing.assert_array_equal(half, tf.io.decode_jpeg(encoded, channels=3, ratio=2).numpy())
+    area = tf.image.resize(tf.io.decode_jpeg(encoded, channels=3), (32, 32), method="area").numpy()
+    assert np.mean((half - area) ** 2) < 10 ** (-30 / 10) * 255**2  # PSNR above 30 dB.
+
+
+def test_a_config_not_built_is_named(tmp_path):
+  with pytest.raises(ValueError, match=r"flowers_dataset/64 is not built .*tfds build flowers_dataset --config 64"):
+    pipeline.training_dataset("flowers_dataset/64", data_dir=os.fspath(tmp_path))
