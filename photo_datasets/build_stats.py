@@ -15,7 +15,8 @@ Read them with `tfds.builder(name, data_dir=...).info.metadata`:
   `orientations` (EXIF tag, "1" upright) -> photos, `conversions` ("PNG RGBA", ...) -> photos that
   were not stored as they came, and `long_side`: a histogram of the longer side in pixels
   (`edges`, `counts`; bin i holds edges[i] <= side < edges[i+1], the last bin is open).
-* `build_seconds`, `source`: how long the scan and conversion took, and where the source was.
+* `source`: where the source was (the builder adds it). How long the build took is on the report
+  page only: the metadata depends on the source alone, so two builds of it have the same.
 """
 
 from __future__ import annotations

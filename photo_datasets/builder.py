@@ -154,14 +154,16 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
 
     built = getattr(self, "_built", None)
     self._built = None
-    page = os.path.join(os.fspath(self.data_path), report_page.FILE_NAME)
-    if built is None and os.path.exists(page):
+    folder = os.fspath(self.data_path)
+    page = os.path.join(folder, report_page.FILE_NAME)
+    # A read-only copy (or a bucket) of a config built earlier: not a pass over its records at every load.
+    if built is None and (os.path.exists(page) or not os.access(folder, os.W_OK)):
       return
     try:
-      page = report_page.write(self, split_of=built and built.split_of,
-                               source_images=built and built.source_images)
-    except OSError as e:  # A read-only copy of a dataset still loads.
-      logging.warning("Could not write the build report page in %s: %s", self.data_path, e)
+      page = report_page.write(self, split_of=built and built.split_of, source_images=built and built.source_images,
+                               build_seconds=built and built.seconds)
+    except Exception as e:  # The page is for a person to read: it never fails a build or a load.
+      logging.warning("Could not write the build report page in %s: %s: %s", folder, type(e).__name__, e)
       page = ""
     if built is not None:
       print(built.report.summary(self._full_name, built.sizes, page=page), flush=True)
@@ -187,11 +189,11 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     built = self._built_photos()
     self.info.metadata.update(self._report.as_metadata())
     self.info.metadata.update(build_stats.metadata(built, self.info.features["label"].names))
-    self.info.metadata.update(build_seconds=round(time.perf_counter() - started, 1), source=self._source_path)
+    self.info.metadata["source"] = self._source_path
     sizes = {name: split.num_examples for name, split in self.info.splits.items()}
     # Printed by `download_and_prepare` once the page is written, with its path.
     self._built = _Built(self._report, sizes, {p.file_name: split for split, group in built.items() for p in group},
-                         self._source_reader(built))
+                         self._source_reader(built), time.perf_counter() - started)
 
   def _built_photos(self) -> dict[str, list[scan.Photo]]:
     """The photos in each split's records: those given to generation, less those it skipped."""
@@ -213,8 +215,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
         for photo in photos:
           with contextlib.suppress(Exception):  # Gone since: no thumbnail.
             data = photo.span.read() if photo.span else reader.read(photo.location)
-            found[photo.file_name] = images.encode_image(
-                data, photo.check, size=report_page.THUMBNAIL_SIDE, box=photo.box) if size else data
+            small = report_page.thumbnail(data, box=photo.box, square=True) if size else data
+            if small:
+              found[photo.file_name] = small
       return found
 
     return read
@@ -330,3 +333,4 @@ class _Built:
   sizes: dict[str, int]  # Examples per split.
   split_of: dict[str, str]  # file_name -> split of every example.
   source_images: Callable[[set[str]], dict[str, bytes]]  # The page's photos, read from the source.
+  seconds: float  # The scan and conversion (not in the metadata, which depends on the source only).

@@ -14,9 +14,9 @@ and byte-identical groups, rejected crop lines, warnings), quality flags, and
 the source photos' sizes, formats, conversions and EXIF rotations.
 
 Thumbnails show what the records hold. At build time they are made from the
-source photos, framed as stored (a sized config's square crop, made by the
-same conversion at thumbnail size; a `full` config's photo upright): a few
-hundred reads by span. For a config built earlier, whose source may be gone,
+source photos, framed as stored (a sized config's crop box and centre square;
+a `full` config's photo upright), each decoded at reduced scale: a few hundred
+reads by span, outside the build's one decode of each photo. For a config built earlier, whose source may be gone,
 the stored images are read back from the records by `file_name`: one pass
 over each split with the images left encoded (`SkipDecoding`), only the
 wanted ones kept. A skipped file gets a thumbnail when it is still a file
@@ -151,15 +151,32 @@ def wanted_thumbnails(page: PageData) -> tuple[set[str], set[str]]:
 # Thumbnails.
 
 
-def thumbnail(data: bytes, side: int = THUMBNAIL_SIDE) -> bytes | None:
-  """A small upright JPEG of the image `data`, or None where nothing of it decodes."""
+def thumbnail(data: bytes, side: int = THUMBNAIL_SIDE, *, box: tuple[float, float, float, float] | None = None,
+              square: bool = False) -> bytes | None:
+  """A small upright JPEG of the image `data`, or None where nothing of it decodes.
+
+  With `box` (ymin, xmin, ymax, xmax, relative to the upright image) and `square`, framed as a
+  sized config stores it: the box, then the centre square. A JPEG is decoded at 1/2 to 1/8
+  scale (PIL's draft), so a thumbnail costs a fraction of the photo's full decode."""
   try:
     with warnings.catch_warnings():
       warnings.simplefilter("ignore")  # PIL's warnings about odd files: the report names those already.
       with Image.open(io.BytesIO(data)) as opened:
-        opened.draft("RGB", (side * 2, side * 2))  # JPEG: decode at 1/2..1/8 scale, the cheap part.
+        share = min(box[2] - box[0], box[3] - box[1]) if box else 1.0
+        need = round(side * 2 / max(share, 0.05))
+        opened.draft("RGB", (need, need))
         image = ImageOps.exif_transpose(opened)
         image = image.convert("RGBA").convert("RGB") if image.mode in ("P", "PA", "LA") else image.convert("RGB")
+        width, height = image.size
+        if box:
+          ymin, xmin, ymax, xmax = box
+          image = image.crop((round(xmin * width), round(ymin * height), round(xmax * width), round(ymax * height)))
+        if square:
+          width, height = image.size
+          edge = min(width, height)
+          left, top = (width - edge) // 2, (height - edge) // 2
+          # Resized to the side even when smaller, as a sized config stores every photo at its size.
+          image = image.crop((left, top, left + edge, top + edge)).resize((side, side), Image.Resampling.BILINEAR)
         image.thumbnail((side, side), Image.Resampling.BILINEAR)
         out = io.BytesIO()
         image.save(out, "JPEG", quality=70)
@@ -230,7 +247,7 @@ def _overview(page: PageData) -> str:
   if report.empty_splits:
     rows.append(("left out (no examples)", ", ".join(report.empty_splits)))
   rows.append(("build time", f"{page.build_seconds:.1f} s (scan and conversion)" if page.build_seconds is not None
-               else "not recorded (built before the report existed)"))
+               else "not recorded (this page was written after the build)"))
   rows += [(key, f"{value:,}") for key, value in sorted(report.counts.items())]
   if page.channel_mean and page.channel_std:
     rows.append(("train channel mean / std (R, G, B, 0–255)",
@@ -501,7 +518,7 @@ def page_data(builder: Any, split_of: Mapping[str, str] | None = None) -> PageDa
       dataset=f"{info.name}/{info.config_name}", config_description=config.description if config else "",
       splits=splits, classes=classes, report=report, quality_flags=flags, flag_names=_flag_names(flags),
       flag_thresholds=dict(quality.THRESHOLDS),
-      split_of=dict(split_of or {}), source=metadata.get("source"), build_seconds=metadata.get("build_seconds"),
+      split_of=dict(split_of or {}), source=metadata.get("source"),
       source_images=metadata.get("source_images"), class_weights=metadata.get("class_weights"),
       channel_mean=metadata.get("channel_mean"), channel_std=metadata.get("channel_std"),
       note=getattr(builder, "REPORT_NOTE", ""))
@@ -519,7 +536,7 @@ def _skipped_images(source: str | None, names: Iterable[str]) -> dict[str, bytes
 
 
 def write(builder: Any, *, split_of: Mapping[str, str] | None = None,
-          source_images: ImageSource | None = None) -> str:
+          source_images: ImageSource | None = None, build_seconds: float | None = None) -> str:
   """Writes `report.html` and `quality.csv` of the config `builder` has built into its
   `data_path`; returns the page's path.
 
@@ -530,8 +547,11 @@ def write(builder: Any, *, split_of: Mapping[str, str] | None = None,
       holds none).
     source_images: reads the wanted photos, framed as stored, from the source instead of the
       records (a build: far cheaper than a pass over every record).
+    build_seconds: how long the build took (a build; not kept in the metadata, which stays the
+      same for the same source).
   """
   page = page_data(builder, split_of)
+  page.build_seconds = build_seconds
   stored, skipped = wanted_thumbnails(page)
   if split_of is None or (stored and source_images is None):
     records = read_records(builder, stored, every_row=split_of is None)

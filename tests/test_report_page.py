@@ -16,6 +16,7 @@ import html.parser
 import io
 import json
 import pathlib
+import re
 import shutil
 import subprocess
 from typing import Any
@@ -133,6 +134,11 @@ def test_every_build_writes_the_page_and_the_csv_beside_dataset_info_and_the_sum
                     for r in getattr(BuildReport.from_metadata(dict(builder.info.metadata)), "quality_flags", [])]
 
 
+def test_the_overview_says_how_long_the_build_took(built):
+  for _, page, _, _ in built[1].values():
+    assert re.search(r"build time \d+\.\d s \(scan and conversion\)", _Page(page.read_text("utf-8")).text)
+
+
 def test_the_printed_summary_is_short(built):
   for _, _, said, _ in built[1].values():
     lines = said.splitlines()
@@ -224,7 +230,7 @@ def test_metadata_holds_class_counts_weights_and_source_statistics_readable_from
   assert sources["formats"]["PNG"] == 2 and sources["orientations"]["6"] == 1  # odd_png.jpg, near_png.jpg.
   assert sources["conversions"]["PNG RGB"] == 2
   assert sum(sources["long_side"]["counts"]) == len(examples)
-  assert metadata["build_seconds"] > 0 and metadata["source"].endswith("flower_photos")
+  assert metadata["source"].endswith("flower_photos") and "build_seconds" not in metadata  # Same source, same data.
   assert len(metadata["channel_mean"]) == len(metadata["channel_std"]) == 3
   assert all(40 < v < 200 for v in metadata["channel_mean"]) and all(20 < v < 120 for v in metadata["channel_std"])
 
@@ -256,6 +262,7 @@ def test_the_command_writes_the_page_of_a_config_built_before_and_prints_its_pat
   assert {label: {s: n for s, n in row["counts"].items() if s != "total"}
           for label, row in parsed.rows.items()} == _counts(examples, builder.info.features["label"].names)
   assert "Counts read back from the records" in parsed.text and "build it again to see them" in parsed.text
+  assert "build time not recorded" in parsed.text
   assert (folder / report_page.CSV_NAME).exists()
 
 
