@@ -105,7 +105,8 @@ def training_dataset(
     ValueError: on a bad argument, naming it.
   """
   _check_counts(batch_size=batch_size, shuffle_buffer=shuffle_buffer)
-  reader = _Reader(name, split, data_dir, image_size, input_context, training=True, seed=seed)
+  reader = _Reader(name, split, data_dir, image_size, input_context, training=True, seed=seed,
+                   served=data_service is not None)
   ds = reader.records(shuffle_files=True)
   if shuffle_buffer:
     ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
@@ -150,7 +151,8 @@ def evaluation_dataset(
     ValueError: on a bad argument, naming it.
   """
   _check_counts(batch_size=batch_size, shuffle_buffer=0)
-  reader = _Reader(name, split, data_dir, image_size, input_context, training=False, seed=None)
+  reader = _Reader(name, split, data_dir, image_size, input_context, training=False, seed=None,
+                   served=data_service is not None)
   ds = reader.records(shuffle_files=False).map(lambda record: reader.centred(reader.parse(record)),
                                                num_parallel_calls=AUTOTUNE)
   ds = ds.batch(reader.batch_size(batch_size))
@@ -213,7 +215,8 @@ class _Reader:
   """One built config read for the pipeline: examples, and the image maps."""
 
   def __init__(self, name: str, split: str, data_dir: str | None, image_size: int | None,
-               input_context: tf.distribute.InputContext | None, *, training: bool, seed: int | None):
+               input_context: tf.distribute.InputContext | None, *, training: bool, seed: int | None,
+               served: bool = False):
     _leave_accelerators_to_keras()
     self.builder = tfds.builder(name, data_dir=data_dir)
     stored = self.builder.info.features["image"].shape[0]
@@ -224,7 +227,7 @@ class _Reader:
     if image_size is not None and (isinstance(image_size, bool) or not isinstance(image_size, int)
                                    or not 16 <= image_size <= 4096):
       raise ValueError(f"image_size must be an integer from 16 to 4096, got {image_size!r}.")
-    self.name, self.split, self.training, self.seed = name, split, training, seed
+    self.name, self.split, self.training, self.seed, self.served = name, split, training, seed, served
     self.stored_size: int | None = stored
     self.size: int = image_size or stored
     self.input_context = input_context
@@ -272,8 +275,9 @@ class _Reader:
         lambda filename, skip, take: tf.data.TFRecordDataset(filename).skip(skip).take(take),
         cycle_length=cycle, block_length=_INTERLEAVE_RECORDS,
         num_parallel_calls=AUTOTUNE, deterministic=not shuffle_files or self.seed is not None)
-    # Known, so Keras knows the steps of an epoch (as with TFDS).
-    ds = ds.apply(tf.data.experimental.assert_cardinality(sum(i.take for i in instructions)))
+    if not self.served:  # A tf.data service worker reads only the files it is given.
+      # Known, so Keras knows the steps of an epoch (as with TFDS).
+      ds = ds.apply(tf.data.experimental.assert_cardinality(sum(i.take for i in instructions)))
     if pipelines > 1 and not by_file:
       ds = ds.shard(pipelines, index)
     return ds

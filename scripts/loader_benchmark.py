@@ -1,7 +1,7 @@
 """Input-pipeline throughput: images per second that reach `model.fit`, side by side.
 
   python scripts/loader_benchmark.py [--photos DIR_OR_ZIP] [--images 2000] [--batch_size 64]
-      [--repeats 3] [--workdir DIR] [--json out.json] [--png out.png]
+      [--repeats 3] [--loaders KEY ...] [--keras] [--shards] [--workdir DIR] [--json out.json] [--png out.png]
 
 On the same photos, in one run, every loader delivers batches of 224x224
 uint8 images with their labels; the consumer does nothing but count them:
@@ -14,7 +14,11 @@ uint8 images with their labels; the consumer does nothing but count them:
 4. `tfds.load("korean_food/full")` (TFDS decodes), each photo resized, batched;
 5. `tfds.load("korean_food/224", batch_size=..., as_supervised=True)`;
 6. `photo_datasets.pipeline.training_dataset` on `korean_food/full` with
-   `image_size=224` (fused decode and random crop) and on `korean_food/224`;
+   `image_size=224` (fused decode and random crop) and on `korean_food/224`,
+   each without and with a seed; `evaluation_dataset` on `224`; training at
+   112 from `224` (decoded at DCT scale 1/2, batches of 112x112); with
+   `--shards`, the same photos built into one record file per split beside
+   the shard policy's files;
 7. the limit: the `224` records read raw (`TFRecordDataset`, only image and
    label parsed), `decode_jpeg` in a parallel map, batched;
 8. without TensorFlow, over the ArrayRecord copy of `224`
@@ -33,6 +37,11 @@ decode (with PIL and with TensorFlow) are copied into `<workdir>/files/<class>/`
 which loaders 1-3 read and from which `korean_food/224` and `full` are built
 for 4-7 (crop files are copied too). TFDS's automatic cache is off wherever
 TFDS reads, so every epoch reads the records.
+
+`--loaders` keeps the rows whose key starts with one of its words (the limit
+always runs); `--keras` reads each tf.data loader as `model.fit` does on the
+backend of `KERAS_BACKEND` (on JAX, Keras's conversion of every batch and
+`jax.device_put`).
 
 Each loader makes a warm-up pass over a few batches (which starts the worker
 processes of 8), then `--repeats` timed epochs; the loaders take turns epoch
@@ -92,20 +101,33 @@ LOADERS = {
     "4_tfds_full_resize": "4 tfds.load full (TFDS decodes) + resize per photo",
     "5_tfds_224": "5 tfds.load 224, batch_size, as_supervised",
     "6_pipeline_full": "6 pipeline.training_dataset full, image_size=224",
+    "6_pipeline_full_seed": "6 pipeline.training_dataset full, image_size=224, seed=0",
     "6_pipeline_224": "6 pipeline.training_dataset 224",
+    "6_pipeline_224_seed": "6 pipeline.training_dataset 224, seed=0",
+    "6_evaluation_224": "6 pipeline.evaluation_dataset 224",
+    "6_pipeline_112": "6 pipeline.training_dataset 224, image_size=112 (DCT 1/2)",
+    "6_pipeline_224_one_file": "6 pipeline.training_dataset 224, 1 file per split",
+    "6_evaluation_224_one_file": "6 pipeline.evaluation_dataset 224, 1 file per split",
     "7_limit_224_decode": "7 limit: raw 224 records, parallel decode_jpeg",
     "8_torch_224": f"8 torch DataLoader over data_source 224, {WORKERS} workers",
     "8_grain_224": f"8 Grain over data_source 224, {WORKERS} worker processes",
 }
 # Rows that need a package beyond the project's own: key -> package.
 OPTIONAL = {"8_torch_224": "torch", "8_grain_224": "grain"}
+# The `224` build with one record file per split (--shards): `<data dir>` + this.
+ONE_FILE = "_one_file"
+SHARD_ROWS = ("6_pipeline_224_one_file", "6_evaluation_224_one_file")
+# Loaders of smaller images: key -> side.
+SIDES = {"6_pipeline_112": SIZE // 2}
 # Loaders with worker processes, whose CPU time counts as theirs.
 WITH_WORKERS = ("8_torch_224", "8_grain_224")
 BASELINE, LIMIT = "1_pil_generator", "7_limit_224_decode"
 # (description, loader, factor, reference): holds when rate(loader) >= factor * rate(reference).
 TARGETS = (
     ("(6 on 224) >= 0.95 x (7)", "6_pipeline_224", 0.95, LIMIT),
-    ("(6 on full) >= 1.3 x (4)", "6_pipeline_full", 1.3, "4_tfds_full_resize"),
+    ("(6 on 224, seed) >= 0.95 x (7)", "6_pipeline_224_seed", 0.95, LIMIT),
+    ("(6 evaluation 224) >= 0.95 x (7)", "6_evaluation_224", 0.95, LIMIT),
+    ("(6 on full) >= 1.5 x (4)", "6_pipeline_full", 1.5, "4_tfds_full_resize"),
     ("(5) >= 6 x (3)", "5_tfds_224", 6.0, "3_keras_directory"),
     ("(5) >= 30 x (1)", "5_tfds_224", 30.0, BASELINE),
 )
@@ -254,10 +276,12 @@ def available(key: str) -> bool:
   return key not in OPTIONAL or importlib.util.find_spec(OPTIONAL[key]) is not None
 
 
-def build_configs(files_dir: str, data_dir: str, array_record: bool) -> dict[str, float]:
-  """Builds korean_food/224 and full from the tree, and 224's ArrayRecord copy
-  if asked; step -> seconds."""
+def build_configs(files_dir: str, data_dir: str, array_record: bool, one_file: bool = False) -> dict[str, float]:
+  """Builds korean_food/224 and full from the tree, 224's ArrayRecord copy
+  if asked, and 224 in one file per split into `<data_dir>_one_file` if
+  asked; step -> seconds."""
   shutil.rmtree(data_dir, ignore_errors=True)
+  shutil.rmtree(data_dir + ONE_FILE, ignore_errors=True)
   seconds = {}
   tfds.disable_progress_bar()
   for config in ("224", "full"):
@@ -268,6 +292,13 @@ def build_configs(files_dir: str, data_dir: str, array_record: bool) -> dict[str
     start = time.perf_counter()
     random_access.add_array_record(f"korean_food/{SIZE}", data_dir)
     seconds[f"{SIZE} ArrayRecord copy"] = time.perf_counter() - start
+  if one_file:
+    start = time.perf_counter()
+    builder = tfds.builder(f"korean_food/{SIZE}", data_dir=data_dir + ONE_FILE)
+    builder.download_and_prepare(  # The scan of the first build is reused.
+        download_dir=os.path.join(data_dir, "downloads"),
+        download_config=tfds.download.DownloadConfig(manual_dir=files_dir, num_shards=1))
+    seconds[f"{SIZE} in one file per split"] = time.perf_counter() - start
   return seconds
 
 
@@ -355,6 +386,24 @@ class GrainEpochs:
       self._iterator.close()
 
 
+class AsKerasReadsIt:
+  """A tf.data loader read as `model.fit` reads it on the Keras backend in use
+  (`KERAS_BACKEND`): the dataset itself on TensorFlow; on JAX, Keras's
+  conversion of each batch to NumPy and `jax.device_put`; on PyTorch, to tensors."""
+
+  def __init__(self, ds: tf.data.Dataset):
+    from keras.src.trainers.data_adapters.tf_dataset_adapter import TFDatasetAdapter
+    self._adapter, self._backend = TFDatasetAdapter(ds), keras.config.backend()
+
+  def __iter__(self) -> Iterator[Any]:
+    if self._backend == "jax":
+      import jax
+      return (jax.device_put(batch) for batch in self._adapter.get_jax_iterator())
+    if self._backend == "torch":
+      return iter(self._adapter.get_torch_dataloader())
+    return iter(self._adapter.get_tf_dataset())
+
+
 def torch_224(data_dir: str, batch_size: int) -> Any:
   return random_access.torch_loader(f"korean_food/{SIZE}", split=SPLIT, data_dir=data_dir, batch_size=batch_size,
                                     num_workers=WORKERS)
@@ -368,7 +417,10 @@ def grain_224(data_dir: str, batch_size: int) -> GrainEpochs:
   return GrainEpochs(ds, examples // batch_size)
 
 
-def loaders(files_dir: str, data_dir: str, batch_size: int) -> dict[str, Callable[[], Any]]:
+def loaders(files_dir: str, data_dir: str, batch_size: int, chosen: Sequence[str] = (),
+            through_keras: bool = False, one_file: bool = False) -> dict[str, Callable[[], Any]]:
+  """Makers of the loaders that can run here, those whose key starts with one
+  of `chosen` (all when empty) and the limit."""
   paths, labels, _ = image_files(files_dir)
   makers: dict[str, Callable[[], Any]] = {
       "1_pil_generator": lambda: pil_generator(paths, labels, batch_size),
@@ -378,13 +430,33 @@ def loaders(files_dir: str, data_dir: str, batch_size: int) -> dict[str, Callabl
       "5_tfds_224": lambda: tfds_224(data_dir, batch_size),
       "6_pipeline_full": lambda: pipeline.training_dataset(
           "korean_food/full", split=SPLIT, batch_size=batch_size, image_size=SIZE, data_dir=data_dir),
+      "6_pipeline_full_seed": lambda: pipeline.training_dataset(
+          "korean_food/full", split=SPLIT, batch_size=batch_size, image_size=SIZE, data_dir=data_dir, seed=0),
       "6_pipeline_224": lambda: pipeline.training_dataset(
           f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir),
+      "6_pipeline_224_seed": lambda: pipeline.training_dataset(
+          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir, seed=0),
+      "6_evaluation_224": lambda: pipeline.evaluation_dataset(
+          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir),
+      "6_pipeline_112": lambda: pipeline.training_dataset(
+          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir, image_size=SIZE // 2),
       "7_limit_224_decode": lambda: limit_224(data_dir, batch_size),
+      "6_pipeline_224_one_file": lambda: pipeline.training_dataset(
+          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir + ONE_FILE),
+      "6_evaluation_224_one_file": lambda: pipeline.evaluation_dataset(
+          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir + ONE_FILE),
       "8_torch_224": lambda: torch_224(data_dir, batch_size),
       "8_grain_224": lambda: grain_224(data_dir, batch_size),
   }
-  return {key: make for key, make in makers.items() if available(key)}
+  picked = {key: make for key, make in makers.items() if available(key) and (one_file or key not in SHARD_ROWS)
+            and (not chosen or key == LIMIT or any(key.startswith(prefix) for prefix in chosen))}
+  if through_keras:
+    picked = {key: _through_keras(make) if key not in OPTIONAL else make for key, make in picked.items()}
+  return picked
+
+
+def _through_keras(make: Callable[[], Any]) -> Callable[[], Any]:
+  return lambda: AsKerasReadsIt(make())
 
 
 # ---------------------------------------------------------------------------
@@ -422,7 +494,7 @@ def _dtype_name(tensor: Any) -> str:
   return str(getattr(tensor.dtype, "name", tensor.dtype)).removeprefix("torch.")
 
 
-def epoch(ds: Any, batches: int | None = None, workers: bool = False) -> tuple[int, float, float]:
+def epoch(ds: Any, batches: int | None = None, workers: bool = False, side: int = SIZE) -> tuple[int, float, float]:
   """(images, seconds, CPU seconds of this process, and of its worker
   processes if `workers`) of one pass, iterator start included; checks the batches."""
   start, cpu_start, seen = time.perf_counter(), cpu_seconds(workers), 0
@@ -431,8 +503,8 @@ def epoch(ds: Any, batches: int | None = None, workers: bool = False) -> tuple[i
   else:
     passed = ds.take(batches) if isinstance(ds, tf.data.Dataset) else itertools.islice(ds, batches)
   for images, labels in passed:
-    if _dtype_name(images) != "uint8" or tuple(images.shape[1:]) != (SIZE, SIZE, 3):
-      raise AssertionError(f"batch of {images.dtype} {images.shape}, not uint8 (B, {SIZE}, {SIZE}, 3)")
+    if _dtype_name(images) != "uint8" or tuple(images.shape[1:]) != (side, side, 3):
+      raise AssertionError(f"batch of {images.dtype} {images.shape}, not uint8 (B, {side}, {side}, 3)")
     if labels.shape[0] != images.shape[0]:
       raise AssertionError(f"{labels.shape[0]} labels for {images.shape[0]} images")
     seen += int(images.shape[0])
@@ -443,12 +515,12 @@ def measure(makers: dict[str, Callable[[], Any]], repeats: int) -> dict[str, dic
   datasets = {key: make() for key, make in makers.items()}
   for key, ds in datasets.items():
     print(f"warm-up {key}", flush=True)
-    epoch(ds, WARMUP_BATCHES)
+    epoch(ds, WARMUP_BATCHES, side=SIDES.get(key, SIZE))
   results: dict[str, dict[str, Any]] = {
       key: {"images": 0, "seconds": [], "cpu_seconds": [], "rates": []} for key in datasets}
   for repeat in range(repeats):
     for key, ds in datasets.items():  # In turns: drifting load touches every loader.
-      images, seconds, cpu = epoch(ds, workers=key in WITH_WORKERS)
+      images, seconds, cpu = epoch(ds, workers=key in WITH_WORKERS, side=SIDES.get(key, SIZE))
       result = results[key]
       result["images"] = images
       result["seconds"].append(round(seconds, 4))
@@ -473,6 +545,8 @@ def measure(makers: dict[str, Callable[[], Any]], repeats: int) -> dict[str, dic
 def targets(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
   out = []
   for description, key, factor, reference in TARGETS:
+    if key not in results or reference not in results:
+      continue
     ratio = results[key]["median"] / results[reference]["median"]
     out.append({"target": description, "ratio": round(ratio, 3), "needed": factor, "holds": ratio >= factor})
   return out
@@ -480,11 +554,11 @@ def targets(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def table(report: dict[str, Any]) -> str:
   rows = report["loaders"]
-  base, limit = rows[BASELINE]["median"], rows[LIMIT]["median"]
+  base, limit = rows[BASELINE]["median"] if BASELINE in rows else None, rows[LIMIT]["median"]
   m = report["machine"]
   lines = [
       f"{report['photos']} photos ({report['source']}), batch {report['batch_size']}, "
-      f"{report['repeats']} timed epochs per loader (median)",
+      f"{report['repeats']} timed epochs per loader (median), read as {report.get('read_as', 'tf.data iteration')}",
       f"machine: {m['cores_usable']} cores usable ({m['cores_in_machine']} in the machine), {m['cpu_model']}, "
       f"{m.get('memory_gb', '?')} GB; TF {m['tensorflow']}, TFDS {m['tensorflow_datasets']}, "
       f"Keras {m['keras']}, Pillow {m['pillow']}",
@@ -495,7 +569,8 @@ def table(report: dict[str, Any]) -> str:
   for key, label in report["labels"].items():
     row = rows[key]
     spread = ", ".join(f"{rate:,.0f}" for rate in row["rates"])
-    lines.append(f"{label:58} {row['images']:7d} {row['median']:9,.0f} {row['median'] / base:7.2f} "
+    to_base = f"{row['median'] / base:7.2f}" if base else f"{'-':>7}"
+    lines.append(f"{label:58} {row['images']:7d} {row['median']:9,.0f} {to_base} "
                  f"{row['median'] / limit:6.2f} {row['per_cpu_second']:7,.0f}  {spread}")
   lines.append("(/CPU-s: images per CPU-second of this process, and of its worker processes for 8, median "
                "epoch; other work on the machine moves it less than images/s)")
@@ -541,6 +616,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                       help="photos to generate, or the most to take from --photos")
   parser.add_argument("--batch_size", type=int, default=64)
   parser.add_argument("--repeats", type=int, default=3, help="timed epochs per loader")
+  parser.add_argument("--loaders", nargs="+", default=[], metavar="KEY",
+                      help="only the loaders whose key starts with one of these (e.g. 5 6_pipeline_224 7); "
+                      f"the limit always runs. Keys: {', '.join(LOADERS)}")
+  parser.add_argument("--keras", action="store_true",
+                      help="read each tf.data loader as model.fit does on the backend of KERAS_BACKEND "
+                      "(on JAX: Keras's conversion of every batch, then jax.device_put)")
+  parser.add_argument("--shards", action="store_true",
+                      help="also build 224 in one record file per split and read it beside the shard "
+                      "policy's files (rows '1 file per split')")
   parser.add_argument("--workdir", default="/tmp/photo_datasets_loader_bench")
   parser.add_argument("--json", help="write the results here (default <workdir>/loader_benchmark.json)")
   parser.add_argument("--png", help="write the bar chart here (default <workdir>/loader_benchmark.png)")
@@ -561,14 +645,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
   count = extract(source, files_dir, args.images)
   if not count:
     raise SystemExit(f"no photo that decodes in {args.photos}")
-  makers = loaders(files_dir, data_dir, args.batch_size)
+  makers = loaders(files_dir, data_dir, args.batch_size, args.loaders, through_keras=args.keras,
+                   one_file=args.shards)
   print(f"{count} photos in {files_dir}; building korean_food/{SIZE} and full ...", flush=True)
-  build_seconds = build_configs(files_dir, data_dir, array_record=any(key[0] == "8" for key in makers))
+  build_seconds = build_configs(files_dir, data_dir, array_record=any(key[0] == "8" for key in makers),
+                                one_file=args.shards)
 
   results = measure(makers, args.repeats)
-  base, limit = results[BASELINE]["median"], results[LIMIT]["median"]
+  base, limit = results[BASELINE]["median"] if BASELINE in results else None, results[LIMIT]["median"]
   for result in results.values():
-    result["ratio_to_1"] = round(result["median"] / base, 3)
+    result["ratio_to_1"] = round(result["median"] / base, 3) if base else None
     result["ratio_to_7"] = round(result["median"] / limit, 3)
   report = {
       "command": " ".join([os.path.basename(sys.argv[0]) if argv is None else "loader_benchmark.py",
@@ -578,6 +664,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
       "photos": count,
       "batch_size": args.batch_size,
       "repeats": args.repeats,
+      "read_as": f"model.fit on Keras's {keras.config.backend()} backend" if args.keras else "tf.data iteration",
       "build_seconds": {config: round(s, 2) for config, s in build_seconds.items()},
       "load_before": load_before,
       "load_after": load_average(),

@@ -33,9 +33,11 @@ def test_every_loader_delivers_images_and_the_chart_is_written(tmp_path):
 
   report = json.loads(out_json.read_text())
   assert report["photos"] == 24  # The file that does not decode is left out.
-  # 8 loaders, and those of PyTorch and Grain where installed.
-  optional = sum(importlib.util.find_spec(package) is not None for package in ("torch", "grain"))
-  assert set(report["loaders"]) == set(report["labels"]) and len(report["loaders"]) == 8 + optional
+  # Every loader, those of PyTorch and Grain where installed.
+  script = _script()
+  missing = sum(importlib.util.find_spec(package) is None for package in script.OPTIONAL.values())
+  assert set(report["loaders"]) == set(report["labels"])
+  assert len(report["loaders"]) == len(script.LOADERS) - missing - len(script.SHARD_ROWS)
   for key, row in report["loaders"].items():
     assert row["median"] > 0, key
     # Every photo once per epoch; the training pipeline drops the incomplete last batch.
@@ -43,3 +45,17 @@ def test_every_loader_delivers_images_and_the_chart_is_written(tmp_path):
   assert [t["target"] for t in report["targets"]][0] == "(6 on 224) >= 0.95 x (7)"
   assert report["machine"]["cores_usable"] >= 1
   assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_some_loaders_read_as_keras_reads_them(tmp_path):
+  files = {f"kfood/{FOLDERS[i % 3]}/Img_{i:03d}.jpg": testing.jpeg(i, (200 + 8 * i, 150)) for i in range(16)}
+  testing.write_tree(tmp_path / "photos", files)
+  out_json = tmp_path / "out.json"
+  _script().main(["--photos", str(tmp_path / "photos"), "--images", "16", "--repeats", "1", "--batch_size", "8",
+                  "--loaders", "6_pipeline_224", "5", "--keras", "--shards", "--workdir", str(tmp_path / "work"),
+                  "--json", str(out_json), "--png", str(tmp_path / "out.png")])
+  report = json.loads(out_json.read_text())
+  assert set(report["loaders"]) == {"5_tfds_224", "6_pipeline_224", "6_pipeline_224_seed", "6_pipeline_224_one_file",
+                                    "7_limit_224_decode"}
+  assert report["read_as"].startswith("model.fit on Keras's") and all(
+      row["images"] == 16 for row in report["loaders"].values())
