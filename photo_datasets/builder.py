@@ -148,27 +148,24 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     self._write_report_page()
 
   def _write_report_page(self) -> None:
-    """`report.html` and `quality.csv` beside `dataset_info.json` (`report_page`): after a
-    build, or where a config built earlier has none; then the build's summary, naming it."""
+    """`report.html` and `quality.csv` beside `dataset_info.json` (`report_page`)
+    after a build, then the build's summary, naming it. A config built before
+    the page existed gets one from `python -m photo_datasets.report`, not at
+    every load: that reads every record (about a minute for 150,000)."""
     from photo_datasets import report_page  # Its own module; TensorFlow only for the records pass.
 
     built = getattr(self, "_built", None)
     self._built = None
-    folder = os.fspath(self.data_path)
-    page = os.path.join(folder, report_page.FILE_NAME)
-    # A read-only copy (or a bucket) of a config built earlier: not a pass over its records at every load.
-    if built is None and (os.path.exists(page) or not os.access(folder, os.W_OK)):
+    if built is None:
       return
+    folder = os.fspath(self.data_path)
     try:
-      page = report_page.write(self, split_of=built and built.split_of, source_images=built and built.source_images,
-                               build_seconds=built and built.seconds)
-    except Exception as e:  # The page is for a person to read: it never fails a build or a load.
+      page = report_page.write(self, split_of=built.split_of, source_images=built.source_images,
+                               build_seconds=built.seconds)
+    except Exception as e:  # The page is for a person to read: it never fails a build.
       logging.warning("Could not write the build report page in %s: %s: %s", folder, type(e).__name__, e)
       page = ""
-    if built is not None:
-      print(built.report.summary(self._full_name, built.sizes, page=page), flush=True)
-    elif page:
-      logging.info("Wrote the build report page %s", page)
+    print(built.report.summary(self._full_name, built.sizes, page=page), flush=True)
 
   def _download_and_prepare(self, dl_manager: tfds.download.DownloadManager,
                             download_config: tfds.download.DownloadConfig) -> None:
