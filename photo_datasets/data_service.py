@@ -110,8 +110,9 @@ def distribute(ds: tf.data.Dataset, service: str, *, training: bool, seed: int |
   """`ds` (batched) produced by the tf.data service at `service`, watched for lost workers.
 
   Args:
-    ds: the batched pipeline, as `pipeline` builds it; it must read its source
-      files with TFDS (the dispatcher hands them out).
+    ds: the batched pipeline, as `pipeline` builds it when served: it reads the
+      split's record files from a list the dispatcher can hand out, and
+      asserts no example count (a worker reads only the files it is given).
     service: `"grpc://HOST:PORT"` of the dispatcher.
     training: whether `ds` is the training pipeline (same mode either way; kept
       for the record and for future modes).
@@ -129,7 +130,7 @@ def distribute(ds: tf.data.Dataset, service: str, *, training: bool, seed: int |
   del training, seed  # One mode for both; what a seed means is documented above.
   parse_address(service)
   timeout = stall_timeout(stall_timeout_s)
-  served = _without_cardinality_assertions(ds).apply(tf.data.experimental.service.distribute(
+  served = ds.apply(tf.data.experimental.service.distribute(
       processing_mode=PROCESSING_MODE, service=service, compression=COMPRESSION))
   return watched(served, timeout, service)
 
@@ -185,32 +186,6 @@ def _read(ds: tf.data.Dataset, batches: queue.Queue[tuple[str, Any]], stop: thre
     put(("error", error))
     return
   put(("end", None))
-
-
-def _without_cardinality_assertions(ds: tf.data.Dataset) -> tf.data.Dataset:
-  """`ds` without TFDS's assertion of each split's example count: a
-  `distributed_epoch` worker reads only the files it is given, so the
-  assertion would fail on every worker. (Once `pipeline` reads with
-  `tfds.ReadConfig(assert_cardinality=False)` when served, there is none.)"""
-  from tensorflow.core.framework import graph_pb2
-
-  graph = graph_pb2.GraphDef.FromString(ds._as_serialized_graph().numpy())  # noqa: SLF001
-  bypass = {node.name: node.input[0] for node in graph.node if node.op == "AssertCardinalityDataset"}
-  if not bypass:
-    return ds
-  kept = [node for node in graph.node if node.name not in bypass]
-  for node in kept:
-    for index, name in enumerate(node.input):
-      while name in bypass:  # Chains of assertions, should there be any.
-        name = bypass[name]
-      node.input[index] = name
-  del graph.node[:]
-  graph.node.extend(kept)
-  variant = tf.raw_ops.DatasetFromGraph(graph_def=graph.SerializeToString())
-  from tensorflow.python.data.ops import dataset_ops
-
-  rebuilt: tf.data.Dataset = dataset_ops._VariantDataset(variant, ds.element_spec)  # noqa: SLF001
-  return rebuilt
 
 
 # ---------------------------------------------------------------------------
