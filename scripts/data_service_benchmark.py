@@ -1,0 +1,308 @@
+"""What the tf.data service costs and gives: `training_dataset` in-process vs through the service.
+
+  python scripts/data_service_benchmark.py [--photos DIR] [--images 2000] [--batch_size 64]
+      [--repeats 3] [--workdir DIR] [--json out.json]
+
+On the same photos, in one run, `pipeline.training_dataset("korean_food/224",
+split="all")` (no seed, the fast unordered decoding) is read
+
+1. in-process;
+2. through a tf.data service on this machine with one worker, compression off
+   (what `photo_datasets.data_service` does);
+3. the same with compression on (`"AUTO"`: snappy on the worker, undone in the trainer);
+4. the same, compression off, without the lost-worker watchdog (the cost of the watchdog);
+5. through the service with two workers, compression off.
+
+The dispatcher and the workers are processes of `python -m
+photo_datasets.data_service` on loopback, started here and killed at the end.
+Photos come from `--photos` (a folder with a kfood.zip, or a tree of class
+folders) or from `photo_datasets.benchmark_corpus` (`--images` of them, cached
+in the workdir): mosaics of the real photos in ../shared/realdata, or
+generated pictures where that folder is absent; the output names which. The
+`224` config is built from them once (kept in the workdir).
+
+Each row makes a warm-up pass of a few batches, then `--repeats` timed epochs;
+the rows take turns epoch by epoch, so a change in the machine's load touches
+them all alike. The median epoch counts. CPU seconds are counted for the
+trainer and for the service's processes (from /proc), so images per
+CPU-second say what the service costs in work, not only in time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import pathlib
+import select
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow as tf  # noqa: E402
+import tensorflow_datasets as tfds  # noqa: E402
+
+import korean_food  # noqa: E402,F401  (registers the builder)
+from photo_datasets import benchmark_corpus, data_service, pipeline, testing  # noqa: E402
+
+NAME = "korean_food/224"
+SPLIT = "all"
+WARMUP_BATCHES = 3
+REPO = pathlib.Path(__file__).resolve().parents[1]
+ROWS = {
+    "in_process": "1 in-process training_dataset",
+    "service_1": "2 service, 1 worker, compression off",
+    "service_1_compressed": "3 service, 1 worker, compression AUTO (snappy)",
+    "service_1_unwatched": "4 service, 1 worker, compression off, no watchdog",
+    "service_2": "5 service, 2 workers, compression off",
+}
+
+
+def _free_port() -> int:
+  with socket.socket() as probe:
+    probe.bind(("127.0.0.1", 0))
+    port: int = probe.getsockname()[1]
+    return port
+
+
+class LocalService:
+  """A dispatcher and `workers` workers on loopback, each a process of the CLI."""
+
+  def __init__(self, workers: int, log_dir: str):
+    self.port = _free_port()
+    self.processes: list[subprocess.Popen[str]] = []
+    self._start(log_dir, "dispatcher", "--port", str(self.port))
+    for _ in range(workers):
+      self._start(log_dir, "worker", "--dispatcher", f"localhost:{self.port}", "--port", str(_free_port()),
+                  "--host", "localhost")
+    for process in self.processes:
+      assert process.stdout is not None
+      ready, _, _ = select.select([process.stdout], [], [], 120)
+      if not ready or "listening on" not in process.stdout.readline():
+        raise SystemExit(f"{process.args} did not start; see the logs in {log_dir}")
+
+  @property
+  def address(self) -> str:
+    return f"grpc://localhost:{self.port}"
+
+  def _start(self, log_dir: str, *args: str) -> None:
+    log = open(os.path.join(log_dir, f"{args[0]}_{len(self.processes)}.log"), "w")  # noqa: SIM115
+    self.processes.append(subprocess.Popen(
+        [sys.executable, "-m", "photo_datasets.data_service", *args], cwd=REPO, text=True,
+        stdout=subprocess.PIPE, stderr=log))
+
+  def cpu_seconds(self) -> float:
+    return sum(_process_cpu_seconds(process.pid) for process in self.processes)
+
+  def stop(self) -> None:
+    for process in self.processes:
+      process.kill()
+      process.wait()
+
+
+def _process_cpu_seconds(pid: int) -> float:
+  """User + system CPU seconds of process `pid` (every thread), from /proc."""
+  try:
+    with open(f"/proc/{pid}/stat") as stat:
+      fields = stat.read().rsplit(")", 1)[1].split()
+  except OSError:
+    return 0.0
+  return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def photos_dir(photos: str | None, workdir: str, count: int) -> tuple[str, str]:
+  """(folder the builder reads, the corpus's name)."""
+  if photos:
+    return photos, f"--photos {photos}"
+  name = benchmark_corpus.corpus_name()
+  root = os.path.join(workdir, f"{name.split()[0]}_{count}")
+  if not os.path.exists(os.path.join(root, "COMPLETE")):
+    shutil.rmtree(root, ignore_errors=True)
+    print(f"making {count} {name} photos in {root} ...", flush=True)
+    benchmark_corpus.write_kfood_zip(root, count)
+    open(os.path.join(root, "COMPLETE"), "w").close()
+  return root, name
+
+
+def built(source: str, workdir: str) -> tuple[str, float]:
+  """(data dir with korean_food/224 built from `source`, build seconds; 0 when kept from before)."""
+  data_dir = os.path.join(workdir, "data")
+  marker = os.path.join(data_dir, "SOURCE")
+  if os.path.exists(marker) and open(marker).read() == source:
+    return data_dir, 0.0
+  shutil.rmtree(data_dir, ignore_errors=True)
+  tfds.disable_progress_bar()
+  start = time.perf_counter()
+  testing.build(NAME, data_dir, source)
+  with open(marker, "w") as out:
+    out.write(source)
+  return data_dir, time.perf_counter() - start
+
+
+def _unwatched(make: Callable[[], tf.data.Dataset]) -> Callable[[], tf.data.Dataset]:
+  """`make` with `data_service.watched` turned off while it builds."""
+
+  def without() -> tf.data.Dataset:
+    watched = data_service.watched
+    data_service.watched = lambda ds, timeout_s, service: ds  # type: ignore[assignment]
+    try:
+      return make()
+    finally:
+      data_service.watched = watched
+
+  return without
+
+
+def _compressed(make: Callable[[], tf.data.Dataset]) -> Callable[[], tf.data.Dataset]:
+  def with_compression() -> tf.data.Dataset:
+    data_service.COMPRESSION = "AUTO"  # type: ignore[assignment]
+    try:
+      return make()
+    finally:
+      data_service.COMPRESSION = None
+
+  return with_compression
+
+
+@dataclasses.dataclass
+class Epoch:
+  """One timed pass: its images and when its first batch, its last batch and its end came."""
+
+  images: int
+  first_s: float  # From the start of the pass to the first batch.
+  last_s: float  # To the last batch.
+  end_s: float  # To the end of the pass.
+
+  @property
+  def rate(self) -> float:
+    return self.images / self.end_s
+
+  def steady_rate(self, batch_size: int) -> float:
+    """Images per second between the first batch and the last."""
+    return (self.images - batch_size) / max(self.last_s - self.first_s, 1e-9)
+
+
+def epoch(ds: tf.data.Dataset, batches: int | None = None) -> Epoch:
+  """One pass over `ds` (or over its first `batches`)."""
+  images = 0
+  start = time.perf_counter()
+  first = last = 0.0
+  for index, (batch, _) in enumerate(ds):
+    last = time.perf_counter() - start
+    first = first or last
+    images += int(batch.shape[0])
+    if batches is not None and index + 1 >= batches:
+      break
+  return Epoch(images, first, last, time.perf_counter() - start)
+
+
+def measure(makers: dict[str, Callable[[], tf.data.Dataset]], services: dict[str, LocalService | None],
+            repeats: int, batch_size: int) -> dict[str, dict[str, Any]]:
+  datasets = {key: make() for key, make in makers.items()}
+  for ds in datasets.values():
+    epoch(ds, WARMUP_BATCHES)
+  results: dict[str, dict[str, Any]] = {
+      key: {"rates": [], "steady_rates": [], "first_batch_s": [], "end_wait_s": [], "cpu_seconds": []}
+      for key in makers}
+  for _ in range(repeats):
+    for key, ds in datasets.items():
+      service = services[key]
+      cpu_before = time.process_time() + (service.cpu_seconds() if service else 0.0)
+      timed = epoch(ds)
+      cpu = time.process_time() + (service.cpu_seconds() if service else 0.0) - cpu_before
+      result = results[key]
+      result["images"] = timed.images
+      result["rates"].append(round(timed.rate, 1))
+      result["steady_rates"].append(round(timed.steady_rate(batch_size), 1))
+      result["first_batch_s"].append(round(timed.first_s, 3))
+      result["end_wait_s"].append(round(timed.end_s - timed.last_s, 3))
+      result["cpu_seconds"].append(round(cpu, 2))
+  for result in results.values():
+    for field in ("rates", "steady_rates", "first_batch_s", "end_wait_s"):
+      result[f"median_{field}"] = statistics.median(result[field])
+    result["median"] = result["median_rates"]
+    result["per_cpu_second"] = round(result["images"] / statistics.median(result["cpu_seconds"]), 1)
+  return results
+
+
+def table(report: dict[str, Any]) -> str:
+  rows = report["rows"]
+  base = rows["in_process"]["median"]
+  lines = [
+      f"{report['photos']} photos ({report['source']}), {NAME} split={SPLIT!r}, batch {report['batch_size']}, "
+      f"{report['repeats']} timed epochs per row (medians)",
+      f"machine: {report['cores']} cores usable; TF {tf.__version__}; load average before {report['load_before']}, "
+      f"after {report['load_after']}",
+      "",
+      f"{'row':50} {'images':>6} {'images/s':>8} {'x (1)':>5} {'steady':>7} {'first s':>7} {'end s':>6} "
+      f"{'/CPU-s':>6}  epochs, images/s",
+  ]
+  for key, label in ROWS.items():
+    row = rows[key]
+    spread = ", ".join(f"{rate:,.0f}" for rate in row["rates"])
+    lines.append(f"{label:50} {row['images']:6d} {row['median']:8,.0f} {row['median'] / base:5.2f} "
+                 f"{row['median_steady_rates']:7,.0f} {row['median_first_batch_s']:7.2f} "
+                 f"{row['median_end_wait_s']:6.2f} {row['per_cpu_second']:6,.0f}  {spread}")
+  lines += [
+      "(images/s: whole epochs; steady: images/s between an epoch's first and last batch; first s: seconds to",
+      " the first batch; end s: from the last batch to the end of the epoch; /CPU-s: images per CPU-second of",
+      " the trainer and the service's processes together)",
+  ]
+  return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--photos", help="a folder with kfood.zip or class folders; default: benchmark_corpus")
+  parser.add_argument("--images", type=int, default=2000, help="photos made when --photos is not given")
+  parser.add_argument("--batch_size", type=int, default=64)
+  parser.add_argument("--repeats", type=int, default=3, help="timed epochs per row")
+  parser.add_argument("--workdir", default="/tmp/photo_datasets_data_service_bench")
+  parser.add_argument("--json", help="write the results here (default <workdir>/data_service_benchmark.json)")
+  args = parser.parse_args(argv)
+  os.makedirs(args.workdir, exist_ok=True)
+  source, corpus = photos_dir(args.photos, args.workdir, args.images)
+  data_dir, build_seconds = built(source, args.workdir)
+  photos = tfds.builder(NAME, data_dir=data_dir).info.splits[SPLIT].num_examples
+  log_dir = os.path.join(args.workdir, "logs")
+  os.makedirs(log_dir, exist_ok=True)
+  one, two = LocalService(1, log_dir), LocalService(2, log_dir)
+  try:
+    def make(service: LocalService | None) -> Callable[[], tf.data.Dataset]:
+      return lambda: pipeline.training_dataset(NAME, split=SPLIT, batch_size=args.batch_size, data_dir=data_dir,
+                                               data_service=service.address if service else None)
+
+    makers = {"in_process": make(None), "service_1": make(one), "service_1_compressed": _compressed(make(one)),
+              "service_1_unwatched": _unwatched(make(one)), "service_2": make(two)}
+    services = {"in_process": None, "service_1": one, "service_1_compressed": one, "service_1_unwatched": one,
+                "service_2": two}
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    results = measure(makers, services, args.repeats, args.batch_size)
+    load_after = [round(x, 2) for x in os.getloadavg()]
+  finally:
+    one.stop()
+    two.stop()
+  report = {
+      "command": " ".join(["data_service_benchmark.py", *(argv if argv is not None else sys.argv[1:])]),
+      "source": f"{corpus} in {source}", "photos": photos, "batch_size": args.batch_size,
+      "repeats": args.repeats, "build_seconds": round(build_seconds, 1), "cores": len(os.sched_getaffinity(0)),
+      "load_before": load_before, "load_after": load_after, "rows": results,
+  }
+  print(table(report))
+  out = args.json or os.path.join(args.workdir, "data_service_benchmark.json")
+  with open(out, "w") as file:
+    json.dump(report, file, indent=1)
+  print(f"results: {out}")
+  return report
+
+
+if __name__ == "__main__":
+  main()
