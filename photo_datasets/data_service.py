@@ -19,7 +19,9 @@ Choices, in one place:
   given (for evaluation, stored order; for training, the seeded shuffle), and
   the trainer takes the workers' batches as they arrive. Each worker batches
   its own examples, so evaluation gets up to one smaller batch per worker and
-  training drops up to `batch_size - 1` examples per worker, not per epoch.
+  training drops up to `batch_size - 1` examples per worker, not per epoch;
+  given `batch_size`, `distribute` regroups them on the trainer (one copy of
+  each batch), so every epoch has the in-process number of batches.
 * Seeds: every epoch through the service starts a fresh copy of the dataset
   on the workers, so with a `seed` each epoch repeats the first epoch's order
   and flips (without one, every epoch differs). With one worker, or a split of
@@ -106,7 +108,7 @@ def stall_timeout(stall_timeout_s: float | None = None) -> float:
 
 
 def distribute(ds: tf.data.Dataset, service: str, *, training: bool, seed: int | None,
-               stall_timeout_s: float | None = None) -> tf.data.Dataset:
+               batch_size: int | None = None, stall_timeout_s: float | None = None) -> tf.data.Dataset:
   """`ds` (batched) produced by the tf.data service at `service`, watched for lost workers.
 
   Args:
@@ -114,10 +116,17 @@ def distribute(ds: tf.data.Dataset, service: str, *, training: bool, seed: int |
       split's record files from a list the dispatcher can hand out, and
       asserts no example count (a worker reads only the files it is given).
     service: `"grpc://HOST:PORT"` of the dispatcher.
-    training: whether `ds` is the training pipeline (same mode either way; kept
-      for the record and for future modes).
+    training: whether `ds` is the training pipeline (the same mode either way;
+      with `batch_size`, training drops the remainder).
     seed: the pipeline's seed (informational: see the module docstring on
       what a seed promises through the service).
+    batch_size: when given, the trainer regroups the workers' batches into
+      batches of this size, as in-process: for evaluation every batch full but
+      the last, for training the remainder dropped (which keeps every example
+      only where the workers' batches keep their remainders). So the number of
+      batches of an epoch is the same every epoch, as Keras expects once it has
+      counted the first. Without it, each worker's last batch is as the
+      workers made it.
     stall_timeout_s: seconds without a batch after which the epoch stops with
       a `WorkerLostError` message; default `stall_timeout()`.
 
@@ -127,12 +136,17 @@ def distribute(ds: tf.data.Dataset, service: str, *, training: bool, seed: int |
   Raises:
     ValueError: on a malformed address or timeout.
   """
-  del training, seed  # One mode for both; what a seed means is documented above.
+  del seed  # What a seed means through the service is documented above.
   parse_address(service)
   timeout = stall_timeout(stall_timeout_s)
-  served = ds.apply(tf.data.experimental.service.distribute(
-      processing_mode=PROCESSING_MODE, service=service, compression=COMPRESSION))
-  return watched(served, timeout, service)
+  if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+    raise ValueError(f"batch_size must be >= 1, got {batch_size!r}.")
+  served = watched(ds.apply(tf.data.experimental.service.distribute(
+      processing_mode=PROCESSING_MODE, service=service, compression=COMPRESSION)), timeout, service)
+  if batch_size is None:
+    return served
+  regrouped: tf.data.Dataset = served.rebatch(batch_size, drop_remainder=training)
+  return regrouped
 
 
 def watched(ds: tf.data.Dataset, timeout_s: float, service: str) -> tf.data.Dataset:

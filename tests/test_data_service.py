@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -181,6 +182,21 @@ def test_evaluation_sees_every_example_once_in_each_epoch(service, shared_dir):
     assert sizes.count(4) >= len(sizes) - 2  # At most one smaller batch per worker.
   for _ in range(2):
     assert Counter(_examples(served)) == expected
+
+
+def test_given_the_batch_size_evaluation_has_the_in_process_batches(service, shared_dir, monkeypatch):
+  """`distribute(..., batch_size=)` regroups the workers' batches on the trainer."""
+  monkeypatch.setattr(data_service, "distribute", functools.partial(data_service.distribute, batch_size=4))
+  local = pipeline.evaluation_dataset(NAME, split="train", batch_size=4, data_dir=shared_dir)
+  served = pipeline.evaluation_dataset(NAME, split="train", batch_size=4, data_dir=shared_dir,
+                                       data_service=service.address)
+  in_process = [int(labels.shape[0]) for _, labels in local]
+  assert in_process == [4] * (TRAIN_EXAMPLES // 4) + [TRAIN_EXAMPLES % 4]
+  for _ in range(2):
+    batches = [(int(labels.shape[0]), _examples(tf.data.Dataset.from_tensors((images, labels))))
+               for images, labels in served]
+    assert [size for size, _ in batches] == in_process
+    assert Counter(example for _, examples in batches for example in examples) == Counter(_examples(local))
 
 
 def test_training_epochs_hold_each_example_at_most_once(service, shared_dir):
