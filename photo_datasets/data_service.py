@@ -11,8 +11,8 @@ batches to the trainer. The parts are started with
 Choices, in one place:
 
 * Processing mode `distributed_epoch`, for training and evaluation alike: the
-  dispatcher hands each source file of the split (TFDS's file instructions) to
-  one worker at a time, so an epoch holds every example once.
+  dispatcher hands each record file of the split (from TFDS's file
+  instructions) to one worker, so an epoch holds every example once.
   `parallel_epochs` would have every worker produce the whole epoch: with two
   workers each example twice, and with a seed the very same batches twice.
   Order: each worker keeps the pipeline's order within the files it was
@@ -21,16 +21,18 @@ Choices, in one place:
   its own examples, so evaluation gets up to one smaller batch per worker and
   training drops up to `batch_size - 1` examples per worker, not per epoch;
   given `batch_size`, `distribute` regroups them on the trainer (one copy of
-  each batch), so every epoch has the in-process number of batches.
+  each batch): evaluation then has the in-process batches, and training the
+  same number of batches every epoch (all examples kept only where the
+  workers' batches keep their remainders).
 * Seeds: every epoch through the service starts a fresh copy of the dataset
   on the workers, so with a `seed` each epoch repeats the first epoch's order
   and flips (without one, every epoch differs). With one worker, or a split of
   one file, the batches equal the in-process first epoch; with several workers
   and files, which worker reads which file depends on timing, so the batches
   are not repeatable, only the examples in them.
-* Compression off: decoded uint8 pixels barely shrink, and the trainer's CPU
-  would spend its time decompressing them (measured by
-  `scripts/data_service_benchmark.py`, see the README).
+* Compression off: with `"AUTO"` (snappy on the workers, undone on the
+  trainer) the batches came slower and cost more CPU per image
+  (`scripts/data_service_benchmark.py`, figures in the README).
 * Jobs: each iteration of the dataset is its own anonymous job, so trainers
   sharing a dispatcher never share or steal each other's batches.
 * A lost worker. TensorFlow 2.21 keeps a lost worker's tasks for ever: the
@@ -43,9 +45,12 @@ Choices, in one place:
   batches reach the trainer through a watchdog: when no batch has come for
   `stall_timeout_s` seconds (default `STALL_TIMEOUT_S`, or the environment
   variable `PHOTO_DATASETS_STALL_TIMEOUT_S`), the epoch stops with an error
-  saying a worker was probably lost. Restart that worker at its address (or
-  the dispatcher, which forgets it) before the next epoch: the dispatcher
-  gives every new epoch a task on each worker it ever saw.
+  saying a worker was probably lost: within `stall_timeout_s` of the epoch's
+  last batch. The thread that read the epoch stays blocked in TensorFlow (it
+  offers no way to cancel that read) until the worker is back or the process
+  ends. Restart that worker at its address (or the dispatcher, which forgets
+  it) before the next epoch: the dispatcher gives every new epoch a task on
+  each worker it ever saw.
 """
 
 from __future__ import annotations
