@@ -128,9 +128,9 @@ def distribute(ds: tf.data.Dataset, service: str, *, training: bool, seed: int |
     batch_size: when given, the trainer regroups the workers' batches into
       batches of this size, as in-process: for evaluation every batch full but
       the last, for training the remainder dropped (which keeps every example
-      only where the workers' batches keep their remainders). So the number of
-      batches of an epoch is the same every epoch, as Keras expects once it has
-      counted the first. Without it, each worker's last batch is as the
+      only where the workers' batches keep their remainders). So every epoch
+      has the same number of batches, as Keras's `fit` assumes once it has
+      counted the first epoch. Without it, each worker's last batch is as the
       workers made it.
     stall_timeout_s: seconds without a batch after which the epoch stops with
       a `WorkerLostError` message; default `stall_timeout()`.

@@ -1,7 +1,7 @@
 """`photo_datasets.data_service`: the pipeline through a tf.data service on loopback.
 
 Every test talks to a dispatcher and two worker processes started here
-(`python -m photo_datasets.data_service ...`, on ports they choose), all
+(`python -m photo_datasets.data_service ...`, on free loopback ports), all
 killed at the end. The lost-worker test runs its trainer in a process of its
 own, so a hang fails the test instead of stopping the suite.
 """
@@ -50,7 +50,8 @@ STALL_S = 3.0  # The watchdog's timeout in the lost-worker test.
 def one_file_dir(tmp_path_factory) -> str:
   """korean_food/64 from the sample, each split in one record file (one worker reads it all)."""
   data_dir = tmp_path_factory.mktemp("one_file")
-  build(NAME, data_dir, KFOOD_SAMPLE)
+  builder = build(NAME, data_dir, KFOOD_SAMPLE)
+  assert len(builder.info.splits["train"].file_instructions) == 1
   return os.fspath(data_dir)
 
 
