@@ -20,10 +20,10 @@ Choices, in one place:
   the trainer takes the workers' batches as they arrive. Each worker batches
   its own examples, so evaluation gets up to one smaller batch per worker and
   training drops up to `batch_size - 1` examples per worker, not per epoch;
-  given `batch_size`, `distribute` regroups them on the trainer (one copy of
-  each batch): evaluation then has the in-process batches, and training the
-  same number of batches every epoch (all examples kept only where the
-  workers' batches keep their remainders).
+  `pipeline` passes its batch size, and `distribute` regroups them on the
+  trainer (one copy of each batch): evaluation then has the in-process
+  batches, and training (whose workers keep their remainders) drops only the
+  epoch's last incomplete batch, as in-process.
 * Seeds: every epoch through the service starts a fresh copy of the dataset
   on the workers, so with a `seed` each epoch repeats the first epoch's order
   and flips (without one, every epoch differs). With one worker, or a split of

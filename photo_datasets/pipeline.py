@@ -122,8 +122,9 @@ def training_dataset(
     ds = tf.data.Dataset.zip(ds, seeds).map(lambda record, seeds: augment(reader.parse(record), seeds),
                                             num_parallel_calls=AUTOTUNE, deterministic=deterministic)
   batch = reader.batch_size(batch_size)
-  ds = ds.batch(batch, drop_remainder=True)
-  return _served(ds, data_service, training=True, seed=seed).prefetch(AUTOTUNE)
+  # Served, each worker keeps its remainder and the trainer regroups the batches.
+  ds = ds.batch(batch, drop_remainder=data_service is None)
+  return _served(ds, data_service, reader, training=True, seed=seed, batch_size=batch).prefetch(AUTOTUNE)
 
 
 def evaluation_dataset(
@@ -155,8 +156,9 @@ def evaluation_dataset(
                    served=data_service is not None)
   ds = reader.records(shuffle_files=False).map(lambda record: reader.centred(reader.parse(record)),
                                                num_parallel_calls=AUTOTUNE)
-  ds = ds.batch(reader.batch_size(batch_size))
-  return _served(ds, data_service, training=False, seed=None).prefetch(AUTOTUNE)
+  batch = reader.batch_size(batch_size)
+  ds = ds.batch(batch)
+  return _served(ds, data_service, reader, training=False, seed=None, batch_size=batch).prefetch(AUTOTUNE)
 
 
 def random_crop_window(shape: tf.Tensor, box: tf.Tensor, has_box: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
@@ -184,13 +186,19 @@ def centre_window(shape: tf.Tensor, box: tf.Tensor) -> tf.Tensor:
   return tf.cast(tf.stack([top, left, side, side]), tf.int32)
 
 
-def _served(ds: tf.data.Dataset, data_service: str | None, *, training: bool,
-            seed: int | None) -> tf.data.Dataset:
+def _served(ds: tf.data.Dataset, data_service: str | None, reader: _Reader, *, training: bool,
+            seed: int | None, batch_size: int) -> tf.data.Dataset:
   """`ds` as it comes from the tf.data service at `data_service`, or `ds`."""
   if data_service is None:
     return ds
   from photo_datasets import data_service as service
-  return service.distribute(ds, data_service, training=training, seed=seed)
+  served = service.distribute(ds, data_service, training=training, seed=seed, batch_size=batch_size)
+  if reader.input_context is not None:
+    return served
+  # The batches of an epoch in-process, so Keras knows every epoch's steps.
+  examples = reader.builder.info.splits[reader.split].num_examples
+  batches = examples // batch_size if training else -(-examples // batch_size)
+  return served.apply(tf.data.experimental.assert_cardinality(batches))
 
 
 def _check_counts(*, batch_size: int, shuffle_buffer: int) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import hashlib
 import json
 import os
@@ -171,28 +170,14 @@ def test_the_stall_timeout_comes_from_the_environment(monkeypatch):
 # What the mode promises, over two epochs.
 
 
-def test_evaluation_sees_every_example_once_in_each_epoch(service, shared_dir):
-  local = pipeline.evaluation_dataset(NAME, split="train", batch_size=4, data_dir=shared_dir)
-  served = pipeline.evaluation_dataset(NAME, split="train", batch_size=4, data_dir=shared_dir,
-                                       data_service=service.address)
-  expected = Counter(_examples(local))
-  assert sum(expected.values()) == TRAIN_EXAMPLES
-  for _ in range(2):
-    sizes = [int(labels.shape[0]) for _, labels in served]
-    assert sum(sizes) == TRAIN_EXAMPLES and max(sizes) == 4
-    assert sizes.count(4) >= len(sizes) - 2  # At most one smaller batch per worker.
-  for _ in range(2):
-    assert Counter(_examples(served)) == expected
-
-
-def test_given_the_batch_size_evaluation_has_the_in_process_batches(service, shared_dir, monkeypatch):
-  """`distribute(..., batch_size=)` regroups the workers' batches on the trainer."""
-  monkeypatch.setattr(data_service, "distribute", functools.partial(data_service.distribute, batch_size=4))
+def test_evaluation_has_the_in_process_batches_with_every_example_once_in_each_epoch(service, shared_dir):
+  """The workers' batches regrouped on the trainer: the in-process batch sizes."""
   local = pipeline.evaluation_dataset(NAME, split="train", batch_size=4, data_dir=shared_dir)
   served = pipeline.evaluation_dataset(NAME, split="train", batch_size=4, data_dir=shared_dir,
                                        data_service=service.address)
   in_process = [int(labels.shape[0]) for _, labels in local]
   assert in_process == [4] * (TRAIN_EXAMPLES // 4) + [TRAIN_EXAMPLES % 4]
+  assert served.cardinality() == len(in_process)
   for _ in range(2):
     batches = [(int(labels.shape[0]), _examples(tf.data.Dataset.from_tensors((images, labels))))
                for images, labels in served]
@@ -200,20 +185,20 @@ def test_given_the_batch_size_evaluation_has_the_in_process_batches(service, sha
     assert Counter(example for _, examples in batches for example in examples) == Counter(_examples(local))
 
 
-def test_training_epochs_hold_each_example_at_most_once(service, shared_dir):
+def test_training_epochs_hold_the_in_process_batches_each_example_at_most_once(service, shared_dir):
   stored = {_unflipped(image) for images, _ in pipeline.evaluation_dataset(
       NAME, split="train", batch_size=8, data_dir=shared_dir) for image in images.numpy()}
   assert len(stored) == TRAIN_EXAMPLES
   batch_size = 4
   served = pipeline.training_dataset(NAME, batch_size=batch_size, data_dir=shared_dir, seed=0,
                                      data_service=service.address)
+  assert served.cardinality() == TRAIN_EXAMPLES // batch_size
   for _ in range(2):
     seen = [_unflipped(image) for images, labels in served for image in images.numpy()]
     assert len(seen) == len(set(seen))  # Nothing twice in an epoch.
     assert set(seen) <= stored
-    # Each of the two workers drops its own remainder (fewer than a batch).
-    assert TRAIN_EXAMPLES - 2 * (batch_size - 1) <= len(seen) <= TRAIN_EXAMPLES
-    assert len(seen) % batch_size == 0
+    # The workers keep their remainders; the trainer drops the epoch's one.
+    assert len(seen) == TRAIN_EXAMPLES // batch_size * batch_size
 
 
 def test_seeded_training_from_one_file_is_the_in_process_first_epoch_every_epoch(service, one_file_dir):
