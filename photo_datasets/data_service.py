@@ -66,6 +66,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import tensorflow as tf
+from absl import logging
 
 PROCESSING_MODE = "distributed_epoch"
 COMPRESSION = None  # Off: see the module docstring.
@@ -123,8 +124,8 @@ def distribute(ds: tf.data.Dataset, service: str, *, training: bool, seed: int |
     service: `"grpc://HOST:PORT"` of the dispatcher.
     training: whether `ds` is the training pipeline (the same mode either way;
       with `batch_size`, training drops the remainder).
-    seed: the pipeline's seed (informational: see the module docstring on
-      what a seed promises through the service).
+    seed: the pipeline's seed; in training, a warning says what it means
+      through the service (the module docstring: each epoch repeats the first).
     batch_size: when given, the trainer regroups the workers' batches into
       batches of this size, as in-process: for evaluation every batch full but
       the last, for training the remainder dropped (which keeps every example
@@ -141,7 +142,11 @@ def distribute(ds: tf.data.Dataset, service: str, *, training: bool, seed: int |
   Raises:
     ValueError: on a malformed address or timeout.
   """
-  del seed  # What a seed means through the service is documented above.
+  if training and seed is not None:
+    logging.warning(
+        "Through the tf.data service every epoch starts the pipeline afresh on the workers: with seed=%d "
+        "each epoch repeats the first one's order and flips. Leave the seed out for a new order every "
+        "epoch, or give each epoch its own (seed=base + epoch) in a loop of one-epoch fits.", seed)
   parse_address(service)
   timeout = stall_timeout(stall_timeout_s)
   if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
