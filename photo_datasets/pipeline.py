@@ -27,6 +27,9 @@ The tf.data choices, in one place:
 * each example is parsed for the image, the label and the crop box only
   (`tf.io.parse_single_example`), in the map that decodes it: TFDS's reader
   parses every feature in a map of its own;
+* the random ops are stateless: with a seed their seeds come from a zipped
+  `Dataset.random` (repeatable, each epoch new); without one they are drawn
+  in the map itself, which costs less;
 * decoding and augmentation run with `num_parallel_calls=AUTOTUNE`, in any
   order (`deterministic=False`) for shuffled training without a seed, in
   order otherwise; evaluation keeps the stored order and drops nothing;
