@@ -25,11 +25,12 @@ Choices, in one place:
   batches, and training (whose workers keep their remainders) drops only the
   epoch's last incomplete batch, as in-process.
 * Seeds: every epoch through the service starts a fresh copy of the dataset
-  on the workers, so with a `seed` each epoch repeats the first epoch's order
-  and flips (without one, every epoch differs). With one worker, or a split of
-  one file, the batches equal the in-process first epoch; with several workers
-  and files, which worker reads which file depends on timing, so the batches
-  are not repeatable, only the examples in them.
+  on the workers. So `pipeline` hands a seeded training pipeline over as a
+  function of one epoch's seed, and each epoch's seed is drawn from `seed`
+  here (`tf.data.Dataset.random`): epochs differ, and a run with the same
+  seed repeats them. With one worker, or a split of one file, the batches
+  are then repeatable too; with several workers and files, which worker
+  reads which file depends on timing, so only the examples of each epoch are.
 * Compression off: with `"AUTO"` (snappy on the workers, undone on the
   trainer) the batches came slower and cost more CPU per image
   (`scripts/data_service_benchmark.py`, figures in the README).
@@ -66,7 +67,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import tensorflow as tf
-from absl import logging
 
 PROCESSING_MODE = "distributed_epoch"
 COMPRESSION = None  # Off: see the module docstring.
@@ -113,26 +113,27 @@ def stall_timeout(stall_timeout_s: float | None = None) -> float:
   return stall_timeout_s
 
 
-def distribute(ds: tf.data.Dataset, service: str, *, training: bool, seed: int | None,
-               batch_size: int | None = None, stall_timeout_s: float | None = None) -> tf.data.Dataset:
+def distribute(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], service: str, *, training: bool,
+               seed: int | None, batch_size: int | None = None,
+               stall_timeout_s: float | None = None) -> tf.data.Dataset:
   """`ds` (batched) produced by the tf.data service at `service`, watched for lost workers.
 
   Args:
     ds: the batched pipeline, as `pipeline` builds it when served: it reads the
       split's record files from a list the dispatcher can hand out, and
       asserts no example count (a worker reads only the files it is given).
+      Or a function making the pipeline of one epoch from an int64 seed (a
+      seeded training pipeline): every epoch then gets its own seed, drawn
+      from `seed`, so epochs differ and a run repeats.
     service: `"grpc://HOST:PORT"` of the dispatcher.
     training: whether `ds` is the training pipeline (the same mode either way;
       with `batch_size`, training drops the remainder).
-    seed: the pipeline's seed; in training, a warning says what it means
-      through the service (the module docstring: each epoch repeats the first).
+    seed: the pipeline's seed: where `ds` is a function, the seed of the
+      epochs' seeds.
     batch_size: when given, the trainer regroups the workers' batches into
       batches of this size, as in-process: for evaluation every batch full but
-      the last, for training the remainder dropped (which keeps every example
-      only where the workers' batches keep their remainders). So every epoch
-      has the same number of batches, as Keras's `fit` assumes once it has
-      counted the first epoch. Without it, each worker's last batch is as the
-      workers made it.
+      the last, for training the remainder dropped. Without it, each worker's
+      last batch is as the workers made it.
     stall_timeout_s: seconds without a batch after which the epoch stops with
       a `WorkerLostError` message; default `stall_timeout()`.
 
@@ -140,22 +141,29 @@ def distribute(ds: tf.data.Dataset, service: str, *, training: bool, seed: int |
     A dataset of the same elements, each iteration one epoch of the service.
 
   Raises:
-    ValueError: on a malformed address or timeout.
+    ValueError: on a malformed address or timeout, or a function without a seed.
   """
-  if training and seed is not None:
-    logging.warning(
-        "Through the tf.data service every epoch starts the pipeline afresh on the workers: with seed=%d "
-        "each epoch repeats the first one's order and flips. Leave the seed out for a new order every "
-        "epoch, or give each epoch its own (seed=base + epoch) in a loop of one-epoch fits.", seed)
   parse_address(service)
   timeout = stall_timeout(stall_timeout_s)
   if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
     raise ValueError(f"batch_size must be >= 1, got {batch_size!r}.")
-  served = watched(ds.apply(tf.data.experimental.service.distribute(
-      processing_mode=PROCESSING_MODE, service=service, compression=COMPRESSION)), timeout, service)
+
+  def served(epoch: tf.data.Dataset) -> tf.data.Dataset:
+    return epoch.apply(tf.data.experimental.service.distribute(
+        processing_mode=PROCESSING_MODE, service=service, compression=COMPRESSION))
+
+  if isinstance(ds, tf.data.Dataset):
+    epochs = served(ds)
+  else:
+    if seed is None:
+      raise ValueError("a pipeline made per epoch needs the seed its epochs' seeds are drawn from.")
+    # Each iteration draws the next seed, and the service runs that epoch's pipeline as a job of its own.
+    epoch_seed = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).take(1)
+    epochs = epoch_seed.flat_map(lambda epoch: served(ds(epoch)))
+  watched_epochs = watched(epochs, timeout, service)
   if batch_size is None:
-    return served
-  regrouped: tf.data.Dataset = served.rebatch(batch_size, drop_remainder=training)
+    return watched_epochs
+  regrouped: tf.data.Dataset = watched_epochs.rebatch(batch_size, drop_remainder=training)
   return regrouped
 
 

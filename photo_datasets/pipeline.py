@@ -45,6 +45,7 @@ off the GPUs so the model has their memory.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import keras
@@ -108,26 +109,34 @@ def training_dataset(
     ValueError: on a bad argument, naming it.
   """
   _check_counts(batch_size=batch_size, shuffle_buffer=shuffle_buffer)
-  reader = _Reader(name, split, data_dir, image_size, input_context, training=True, seed=seed,
+  reader = _Reader(name, split, data_dir, image_size, input_context, training=True,
                    served=data_service is not None)
-  ds = reader.records(shuffle_files=True)
-  if shuffle_buffer:
-    ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-  deterministic = seed is not None or not shuffle_buffer
-  augment = reader.cropped if reader.stored_size is None else reader.flipped
-  if seed is None:
-    # The stateless ops' seeds drawn in the map: cheaper than a dataset zipped in.
-    ds = ds.map(lambda record: augment(reader.parse(record), tf.random.uniform([2], maxval=_SEEDS, dtype=tf.int64)),
-                num_parallel_calls=AUTOTUNE, deterministic=deterministic)
-  else:
-    # Seeds repeatable whatever the parallelism, different every epoch.
-    seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
-    ds = tf.data.Dataset.zip(ds, seeds).map(lambda record, seeds: augment(reader.parse(record), seeds),
-                                            num_parallel_calls=AUTOTUNE, deterministic=deterministic)
   batch = reader.batch_size(batch_size)
-  # Served, each worker keeps its remainder and the trainer regroups the batches.
-  ds = ds.batch(batch, drop_remainder=data_service is None)
-  return _served(ds, data_service, reader, training=True, seed=seed, batch_size=batch).prefetch(AUTOTUNE)
+  augment = reader.cropped if reader.stored_size is None else reader.flipped
+
+  def batches(seed: int | tf.Tensor | None) -> tf.data.Dataset:
+    ds = reader.records(shuffle_files=True, seed=seed)
+    if shuffle_buffer:
+      ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    deterministic = seed is not None or not shuffle_buffer
+    if seed is None:
+      # The stateless ops' seeds drawn in the map: cheaper than a dataset zipped in.
+      ds = ds.map(lambda record: augment(reader.parse(record), tf.random.uniform([2], maxval=_SEEDS, dtype=tf.int64)),
+                  num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+    else:
+      # Seeds repeatable whatever the parallelism, different every epoch.
+      seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
+      ds = tf.data.Dataset.zip(ds, seeds).map(lambda record, seeds: augment(reader.parse(record), seeds),
+                                              num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+    # Served, each worker keeps its remainder and the trainer regroups the batches.
+    return ds.batch(batch, drop_remainder=data_service is None)
+
+  if data_service is None:
+    return batches(seed).prefetch(AUTOTUNE)
+  # The service starts the pipeline afresh on its workers every epoch: a seeded
+  # one is made anew each epoch, from a seed of its own drawn from `seed`.
+  served = batches if seed is not None else batches(None)
+  return _served(served, data_service, reader, training=True, seed=seed, batch_size=batch).prefetch(AUTOTUNE)
 
 
 def evaluation_dataset(
@@ -155,7 +164,7 @@ def evaluation_dataset(
     ValueError: on a bad argument, naming it.
   """
   _check_counts(batch_size=batch_size, shuffle_buffer=0)
-  reader = _Reader(name, split, data_dir, image_size, input_context, training=False, seed=None,
+  reader = _Reader(name, split, data_dir, image_size, input_context, training=False,
                    served=data_service is not None)
   ds = reader.records(shuffle_files=False).map(lambda record: reader.centred(reader.parse(record)),
                                                num_parallel_calls=AUTOTUNE)
@@ -189,10 +198,11 @@ def centre_window(shape: tf.Tensor, box: tf.Tensor) -> tf.Tensor:
   return tf.cast(tf.stack([top, left, side, side]), tf.int32)
 
 
-def _served(ds: tf.data.Dataset, data_service: str | None, reader: _Reader, *, training: bool,
-            seed: int | None, batch_size: int) -> tf.data.Dataset:
-  """`ds` as it comes from the tf.data service at `data_service`, or `ds`."""
+def _served(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], data_service: str | None,
+            reader: _Reader, *, training: bool, seed: int | None, batch_size: int) -> tf.data.Dataset:
+  """`ds` (or the epochs `ds(epoch_seed)`) as it comes from the tf.data service at `data_service`."""
   if data_service is None:
+    assert isinstance(ds, tf.data.Dataset)
     return ds
   from photo_datasets import data_service as service
   served = service.distribute(ds, data_service, training=training, seed=seed, batch_size=batch_size)
@@ -226,8 +236,7 @@ class _Reader:
   """One built config read for the pipeline: examples, and the image maps."""
 
   def __init__(self, name: str, split: str, data_dir: str | None, image_size: int | None,
-               input_context: tf.distribute.InputContext | None, *, training: bool, seed: int | None,
-               served: bool = False):
+               input_context: tf.distribute.InputContext | None, *, training: bool, served: bool = False):
     _leave_accelerators_to_keras()
     self.builder = tfds.builder(name, data_dir=data_dir)
     stored = self.builder.info.features["image"].shape[0]
@@ -238,7 +247,7 @@ class _Reader:
     if image_size is not None and (isinstance(image_size, bool) or not isinstance(image_size, int)
                                    or not 16 <= image_size <= 4096):
       raise ValueError(f"image_size must be an integer from 16 to 4096, got {image_size!r}.")
-    self.name, self.split, self.training, self.seed, self.served = name, split, training, seed, served
+    self.name, self.split, self.training, self.served = name, split, training, served
     self.stored_size: int | None = stored
     self.size: int = image_size or stored
     self.input_context = input_context
@@ -259,7 +268,7 @@ class _Reader:
     per_worker: int = self.input_context.get_per_replica_batch_size(global_batch_size)
     return per_worker
 
-  def records(self, *, shuffle_files: bool) -> tf.data.Dataset:
+  def records(self, *, shuffle_files: bool, seed: int | tf.Tensor | None = None) -> tf.data.Dataset:
     """The serialized examples of this input pipeline's part of the split.
 
     Read from the split's files as TFDS lists them (`file_instructions`:
@@ -278,14 +287,14 @@ class _Reader:
         tf.constant([i.skip for i in instructions], tf.int64),
         tf.constant([i.take for i in instructions], tf.int64)))
     if shuffle_files:
-      files = files.shuffle(len(instructions), seed=self.seed, reshuffle_each_iteration=True)
+      files = files.shuffle(len(instructions), seed=seed, reshuffle_each_iteration=True)
     # TFDS's reader: 16 files at once, 16 records from each in turn (1 file at
     # once for a dataset stored in order).
     cycle = 1 if self.builder.info.disable_shuffling else _INTERLEAVE_FILES
     ds = files.interleave(
         lambda filename, skip, take: tf.data.TFRecordDataset(filename).skip(skip).take(take),
         cycle_length=cycle, block_length=_INTERLEAVE_RECORDS,
-        num_parallel_calls=AUTOTUNE, deterministic=not shuffle_files or self.seed is not None)
+        num_parallel_calls=AUTOTUNE, deterministic=not shuffle_files or seed is not None)
     if not self.served:  # A tf.data service worker reads only the files it is given.
       # Known, so Keras knows the steps of an epoch (as with TFDS).
       ds = ds.apply(tf.data.experimental.assert_cardinality(sum(i.take for i in instructions)))

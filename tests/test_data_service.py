@@ -201,17 +201,21 @@ def test_training_epochs_hold_the_in_process_batches_each_example_at_most_once(s
     assert len(seen) == TRAIN_EXAMPLES // batch_size * batch_size
 
 
-def test_seeded_training_from_one_file_is_the_in_process_first_epoch_every_epoch(service, one_file_dir):
-  """Where one worker reads the whole split, a seed gives the in-process
-  batches, flips included. Every epoch through the service starts the
-  dataset afresh on the workers, so each repeats the first (module docstring)."""
-  local = pipeline.training_dataset(NAME, batch_size=4, data_dir=one_file_dir, seed=5)
-  served = pipeline.training_dataset(NAME, batch_size=4, data_dir=one_file_dir, seed=5,
-                                     data_service=service.address)
-  first_local, second_local = _examples(local), _examples(local)
-  assert first_local != second_local  # In process, every epoch differs.
-  assert _examples(served) == first_local
-  assert _examples(served) == first_local
+def test_seeded_training_through_the_service_differs_every_epoch_and_repeats_from_run_to_run(
+    service, one_file_dir):
+  """Each served epoch runs a pipeline made from a seed of its own, drawn from
+  the given one: epochs differ, and where one worker reads the whole split
+  (one file) a second run with the same seed has the very same batches."""
+  def run() -> list[list[tuple[int, str]]]:
+    served = pipeline.training_dataset(NAME, batch_size=4, data_dir=one_file_dir, seed=5,
+                                       data_service=service.address)
+    return [_examples(served) for _ in range(2)]
+
+  first_run, second_run = run(), run()
+  assert first_run[0] != first_run[1]  # A new order and new flips every epoch.
+  assert first_run == second_run
+  other = pipeline.training_dataset(NAME, batch_size=4, data_dir=one_file_dir, seed=6, data_service=service.address)
+  assert _examples(other) != first_run[0]
 
 
 def test_model_fit_trains_through_the_service(service, shared_dir):
