@@ -86,13 +86,6 @@ def source_images(photos: Iterable[Photo]) -> dict[str, Any]:
           "long_side": {"edges": list(LONG_SIDE_EDGES), "counts": long_side}}
 
 
-def channel_stats(train: Sequence[Photo]) -> tuple[list[float], list[float]] | None:
-  """The train photos' per-channel mean and std on 0–255 (`quality.channel_stats`, from the
-  pixel moments the scan recorded), or None where there are none."""
-  mean, std = quality.channel_stats(train, split="train")
-  return (mean, std) if mean else None
-
-
 def metadata(photos_by_split: Mapping[str, Sequence[Photo]], class_names: Sequence[str]) -> dict[str, Any]:
   """The statistics of the built photos (the examples of each split) as plain JSON data."""
   counts = class_counts(photos_by_split, class_names)
@@ -104,6 +97,7 @@ def metadata(photos_by_split: Mapping[str, Sequence[Photo]], class_names: Sequen
       "crop_boxes": crop_boxes(every, class_names),
       "source_images": source_images(every),
   }
-  if (channels := channel_stats(photos_by_split.get("train", []))) is not None:
-    stats["channel_mean"], stats["channel_std"] = channels
+  mean, std = quality.channel_stats(photos_by_split.get("train", []))
+  if mean:
+    stats["channel_mean"], stats["channel_std"] = mean, std
   return stats

@@ -154,8 +154,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     every load: that reads every record (about a minute for 150,000)."""
     from photo_datasets import report_page  # Its own module; TensorFlow only for the records pass.
 
-    built = getattr(self, "_built", None)
-    self._built = None
+    built, self._built = self._built, None
     if built is None:
       return
     folder = os.fspath(self.data_path)

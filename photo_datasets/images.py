@@ -186,7 +186,15 @@ def _to_rgb(image: Image.Image) -> Image.Image:
   return image.convert("RGB")
 
 
-def _centre_square(image: Image.Image) -> Image.Image:
+def framed(image: Image.Image, box: Box | None = None, *, square: bool = False) -> Image.Image:
+  """The upright `image` cut as the configs store it: the crop `box` (ymin,
+  xmin, ymax, xmax, relative), then, for a sized config, the centre square."""
+  if box is not None:
+    ymin, xmin, ymax, xmax = box
+    w, h = image.size
+    image = image.crop((round(xmin * w), round(ymin * h), round(xmax * w), round(ymax * h)))
+  if not square:
+    return image
   width, height = image.size
   side = min(width, height)
   left, top = (width - side) // 2, (height - side) // 2
@@ -226,12 +234,9 @@ def encode_image(
     source.seek(0)  # First frame of an animated GIF or WebP.
     source.load()
     image = _to_rgb(_upright(source, check.orientation))
-  if box is not None:
-    ymin, xmin, ymax, xmax = box
-    w, h = image.size
-    image = image.crop((round(xmin * w), round(ymin * h), round(xmax * w), round(ymax * h)))
+  image = framed(image, box, square=bool(size))
   if size:
-    image = _centre_square(image).resize((size, size), Image.Resampling.BICUBIC, reducing_gap=3.0)
+    image = image.resize((size, size), Image.Resampling.BICUBIC, reducing_gap=3.0)
   out = io.BytesIO()
   image.save(out, format="JPEG", quality=JPEG_QUALITY)
   return out.getvalue()

@@ -75,7 +75,7 @@ class BuildReport:
     left_out = f"; left out (no examples): {', '.join(self.empty_splits)}" if self.empty_splits else ""
     identical_across = [g for g in self.duplicates if len({class_folder(f) for f in g}) > 1]
     near_across = [g["files"] for g in self.near_duplicates if g["across_classes"]]
-    flags = list(getattr(self, "quality_flags", None) or [])
+    flags = self.quality_flags
     counts = [f"skipped files: {len(self.skipped_files)}"]
     if self.duplicates:
       counts.append(f"byte-identical groups: {len(self.duplicates)} ({len(identical_across)} across classes)")

@@ -42,7 +42,7 @@ from typing import Any
 
 from PIL import Image, ImageOps
 
-from photo_datasets import quality
+from photo_datasets import images, quality
 from photo_datasets.report import BuildReport, class_folder
 
 FILE_NAME = "report.html"
@@ -167,16 +167,9 @@ def thumbnail(data: bytes, side: int = THUMBNAIL_SIDE, *, box: tuple[float, floa
         opened.draft("RGB", (need, need))
         image = ImageOps.exif_transpose(opened)
         image = image.convert("RGBA").convert("RGB") if image.mode in ("P", "PA", "LA") else image.convert("RGB")
-        width, height = image.size
-        if box:
-          ymin, xmin, ymax, xmax = box
-          image = image.crop((round(xmin * width), round(ymin * height), round(xmax * width), round(ymax * height)))
-        if square:
-          width, height = image.size
-          edge = min(width, height)
-          left, top = (width - edge) // 2, (height - edge) // 2
-          # Resized to the side even when smaller, as a sized config stores every photo at its size.
-          image = image.crop((left, top, left + edge, top + edge)).resize((side, side), Image.Resampling.BILINEAR)
+        image = images.framed(image, box, square=square)
+        if square:  # Resized to the side even when smaller, as a sized config stores every photo at its size.
+          image = image.resize((side, side), Image.Resampling.BILINEAR)
         image.thumbnail((side, side), Image.Resampling.BILINEAR)
         out = io.BytesIO()
         image.save(out, "JPEG", quality=70)
