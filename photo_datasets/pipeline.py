@@ -109,8 +109,7 @@ def training_dataset(
     ValueError: on a bad argument, naming it.
   """
   _check_counts(batch_size=batch_size, shuffle_buffer=shuffle_buffer)
-  reader = _Reader(name, split, data_dir, image_size, input_context, training=True,
-                   served=data_service is not None)
+  reader = _Reader(name, split, data_dir, image_size, input_context, served=data_service is not None)
   batch = reader.batch_size(batch_size)
   augment = reader.cropped if reader.stored_size is None else reader.flipped
 
@@ -164,8 +163,7 @@ def evaluation_dataset(
     ValueError: on a bad argument, naming it.
   """
   _check_counts(batch_size=batch_size, shuffle_buffer=0)
-  reader = _Reader(name, split, data_dir, image_size, input_context, training=False,
-                   served=data_service is not None)
+  reader = _Reader(name, split, data_dir, image_size, input_context, served=data_service is not None)
   ds = reader.records(shuffle_files=False).map(lambda record: reader.centred(reader.parse(record)),
                                                num_parallel_calls=AUTOTUNE)
   batch = reader.batch_size(batch_size)
@@ -236,7 +234,7 @@ class _Reader:
   """One built config read for the pipeline: examples, and the image maps."""
 
   def __init__(self, name: str, split: str, data_dir: str | None, image_size: int | None,
-               input_context: tf.distribute.InputContext | None, *, training: bool, served: bool = False):
+               input_context: tf.distribute.InputContext | None, *, served: bool = False):
     _leave_accelerators_to_keras()
     self.builder = tfds.builder(name, data_dir=data_dir)
     stored = self.builder.info.features["image"].shape[0]
@@ -247,7 +245,7 @@ class _Reader:
     if image_size is not None and (isinstance(image_size, bool) or not isinstance(image_size, int)
                                    or not 16 <= image_size <= 4096):
       raise ValueError(f"image_size must be an integer from 16 to 4096, got {image_size!r}.")
-    self.name, self.split, self.training, self.served = name, split, training, served
+    self.split, self.served = split, served
     self.stored_size: int | None = stored
     self.size: int = image_size or stored
     self.input_context = input_context
