@@ -11,7 +11,7 @@ setuptools.setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=["photo_datasets", "flowers_dataset", "korean_food", "checksums"],
+    packages=setuptools.find_packages(include=["photo_datasets*", "flowers_dataset", "korean_food", "checksums"]),
     package_data={
         "checksums": ["*.tsv"],
         "flowers_dataset": _DATA,

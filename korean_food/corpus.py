@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from korean_food.classes import nfc
-from photo_datasets.scan import READABLE_ZIP_METHODS, Span
+from photo_datasets.build.scan import READABLE_ZIP_METHODS, Span
 
 _UTF8_FLAG = 0x800
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., name length, extra length

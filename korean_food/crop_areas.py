@@ -14,7 +14,7 @@ import dataclasses
 import os
 import re
 
-from photo_datasets.images import IMAGE_SUFFIXES
+from photo_datasets.photos.images import IMAGE_SUFFIXES
 
 # Four integers, then anything (trailing junk is tolerated).
 _BOX = re.compile(r"^\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)(?!\d)")

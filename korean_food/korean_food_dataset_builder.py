@@ -10,10 +10,11 @@ from etils import epath
 
 from korean_food import classes, corpus, listing
 from korean_food.listing import CorpusListing
-from photo_datasets import builder, generation, images, scan
-from photo_datasets.generation import Example
+from photo_datasets.build import builder, generation, scan
+from photo_datasets.build.generation import Example
+from photo_datasets.build.scan import Photo
+from photo_datasets.photos import images
 from photo_datasets.report import BuildReport
-from photo_datasets.scan import Photo
 
 _HOMEPAGE = "https://aihub.or.kr/aihubdata/data/view.do?dataSetSn=79"
 # Goes to dataset_info.json, LICENSE and croissant.json of every build.

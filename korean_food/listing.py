@@ -21,9 +21,9 @@ import re
 from collections.abc import Iterator
 
 from korean_food import classes, corpus, crop_areas
-from photo_datasets.images import IMAGE_SUFFIXES
+from photo_datasets.build.scan import Candidate
+from photo_datasets.photos.images import IMAGE_SUFFIXES
 from photo_datasets.report import BuildReport
-from photo_datasets.scan import Candidate
 
 CROP_FILE = "crop_area.properties"
 _DOWNLOAD_PIECE = re.compile(r"\.zip\.part\d*$", re.IGNORECASE)

@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> None:
     import tensorflow as tf
     import tensorflow_datasets as tfds
 
-    from photo_datasets import report_page, show, train
+    from photo_datasets import show, train
+    from photo_datasets.catalog import report_page
     tf.config.list_physical_devices("GPU")
 
   data_dir = os.path.abspath(args.data_dir)

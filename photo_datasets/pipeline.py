@@ -52,7 +52,7 @@ import keras
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from photo_datasets.models import rescaling_layer as rescaling_layer  # Part of this module's API.
+from photo_datasets.reading.models import rescaling_layer as rescaling_layer  # Part of this module's API.
 
 AUTOTUNE = tf.data.AUTOTUNE
 # Inception-style crops: the share of the photo's area and the aspect ratios

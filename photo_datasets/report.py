@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
   args = parser.parse_args(argv)
   import tensorflow_datasets as tfds  # Here: the scan's workers import this module too.
 
-  from photo_datasets import report_page
+  from photo_datasets.catalog import report_page
 
   try:  # Registers the builder, as `tfds build --imports` does.
     importlib.import_module(args.name.split("/")[0])

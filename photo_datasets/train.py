@@ -34,7 +34,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from photo_datasets import pipeline
-from photo_datasets.models import MODELS, build_model
+from photo_datasets.reading.models import MODELS, build_model
 
 MIXED_PRECISION = ("auto", "on", "off")
 # Packages of this project that register a builder when imported; any other

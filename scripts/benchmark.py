@@ -3,7 +3,7 @@
   python scripts/benchmark.py [--photos DIR] [--images 3000] [--rss 10000 40000]
 
 Photos come from DIR (any layout the builder reads: kfood.zip, group zips or
-an extracted tree) or from `photo_datasets.benchmark_corpus`, in a kfood.zip of
+an extracted tree) or from `photo_datasets.testing.benchmark_corpus`, in a kfood.zip of
 stored inner zips as AIHub ships it: distinct mosaics of the real photos in
 ../shared/realdata at AIHub's sizes and JPEG qualities where that folder is
 present, generated pictures otherwise. Every table names the corpus it ran on.
@@ -52,12 +52,12 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from photo_datasets import benchmark_corpus
+from photo_datasets.testing import benchmark_corpus
 
 
 def _build_work(data: bytes) -> int:
   """What a `224` build does per photo in its workers: scan, then convert."""
-  from photo_datasets import images, splits
+  from photo_datasets.photos import images, splits
   check = images.inspect_image(data)
   splits.content_digest(data)
   return len(images.encode_image(data, check, size=224))
@@ -65,7 +65,7 @@ def _build_work(data: bytes) -> int:
 
 def steps(count: int) -> None:
   """Where one photo's time goes, step by step, on one core (photos in memory)."""
-  from photo_datasets import images, near_duplicates, splits
+  from photo_datasets.photos import images, near_duplicates, splits
   name, photos = benchmark_corpus.photos(count)
   scanned = [images.decode_and_inspect(data) for data in photos]
 
@@ -108,7 +108,7 @@ def _fail(item: object) -> int:
 
 
 def scaling(worker_counts: list[int], count: int) -> None:
-  from photo_datasets import parallel
+  from photo_datasets.build import parallel
   name, photos = benchmark_corpus.photos(count, workers=max(worker_counts))
   print(f"{count} {name} photos ({sum(map(len, photos)) / count / 1e3:.0f} KB on average) held in memory; "
         f"{len(os.sched_getaffinity(0))} cores")
@@ -123,7 +123,7 @@ def scaling(worker_counts: list[int], count: int) -> None:
 
 
 def near_duplicate_costs(count: int) -> None:
-  from photo_datasets import images, near_duplicates
+  from photo_datasets.photos import images, near_duplicates
   name, photos = benchmark_corpus.photos(min(count, 200))
 
   def per_photo_ms() -> float:
@@ -152,7 +152,7 @@ def near_duplicate_costs(count: int) -> None:
 def _clustered_hashes(count: int, rng: np.random.Generator) -> list[bytes]:
   """Hashes like a corpus's: a photo's regions ~24 of 256 bits from its whole,
   and a third of the photos near copies (~12 bits) of 1,000 others."""
-  from photo_datasets import near_duplicates
+  from photo_datasets.photos import near_duplicates
   regions, size = len(near_duplicates.REGIONS), near_duplicates.HASH_BYTES * 8
   bases = rng.integers(0, 2, (1000, size), dtype=np.uint8)
   hashes = []
@@ -172,7 +172,7 @@ def _clustered_hashes(count: int, rng: np.random.Generator) -> list[bytes]:
 def naive_loop(manual_dir: str) -> tuple[int, float]:
   """(photos, seconds) of the hand-written one-core pipeline."""
   from korean_food import corpus
-  from photo_datasets.images import IMAGE_SUFFIXES
+  from photo_datasets.photos.images import IMAGE_SUFFIXES
   start, count = time.perf_counter(), 0
   for file, read in corpus.walk(manual_dir):
     if not file.name.lower().endswith(IMAGE_SUFFIXES):

@@ -16,7 +16,7 @@ split="all")` (no seed, the fast unordered decoding) is read
 The dispatcher and the workers are processes of `python -m
 photo_datasets.data_service` on loopback, started here and killed at the end.
 Photos come from `--photos` (a folder with a kfood.zip, or a tree of class
-folders) or from `photo_datasets.benchmark_corpus` (`--images` of them, cached
+folders) or from `photo_datasets.testing.benchmark_corpus` (`--images` of them, cached
 in the workdir): mosaics of the real photos in ../shared/realdata, or
 generated pictures where that folder is absent; the output names which. The
 `224` config is built from them once (kept in the workdir).
@@ -51,7 +51,8 @@ import tensorflow as tf  # noqa: E402
 import tensorflow_datasets as tfds  # noqa: E402
 
 import korean_food  # noqa: E402,F401  (registers the builder)
-from photo_datasets import benchmark_corpus, data_service, pipeline, testing  # noqa: E402
+from photo_datasets import data_service, pipeline, testing  # noqa: E402
+from photo_datasets.testing import benchmark_corpus
 
 NAME = "korean_food/224"
 SPLIT = "all"

@@ -29,7 +29,7 @@ uint8 images with their labels; the consumer does nothing but count them:
    out where its package (torch, grain) is not installed.
 
 Photos come from `--photos` (a folder or a zip in any layout `korean_food`
-reads; at most `--images` of them) or from `photo_datasets.benchmark_corpus`
+reads; at most `--images` of them) or from `photo_datasets.testing.benchmark_corpus`
 (cached in the workdir): distinct mosaics of the real photos in
 ../shared/realdata at AIHub's sizes and qualities, or generated pictures where
 that folder is absent (or with `--generated`); the table names which. Those that
@@ -82,7 +82,8 @@ from PIL import Image  # noqa: E402
 import korean_food  # noqa: E402,F401  (registers the builder)
 from korean_food import corpus  # noqa: E402
 from korean_food.listing import CROP_FILE  # noqa: E402
-from photo_datasets import benchmark_corpus, pipeline, random_access, testing  # noqa: E402
+from photo_datasets import pipeline, random_access, testing  # noqa: E402
+from photo_datasets.testing import benchmark_corpus
 
 SIZE = 224
 SPLIT = "all"  # Every photo, as loaders 1-3 read every file.

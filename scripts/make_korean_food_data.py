@@ -24,7 +24,8 @@ import tempfile
 import numpy as np
 
 from korean_food.listing import CorpusListing
-from photo_datasets import images, testing
+from photo_datasets import testing
+from photo_datasets.photos import images
 from photo_datasets.report import BuildReport
 
 SAMPLE_ZIP = pathlib.Path(__file__).resolve().parents[1] / "korean_food" / "sample" / "kfood.zip"

@@ -1,4 +1,4 @@
-"""Measures `photo_datasets.near_duplicates` on the real photos, to choose THRESHOLD.
+"""Measures `photo_datasets.photos.near_duplicates` on the real photos, to choose THRESHOLD.
 
 For each photo it makes every kind of copy the hashes must survive, hashes it
 as the scan does (`images.inspect_image`) and reports the distance to the
@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from photo_datasets import images, near_duplicates, testing
+from photo_datasets import testing
+from photo_datasets.photos import images, near_duplicates
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 KFOOD = REPO.parent / "shared" / "realdata" / "kfood"

@@ -2,7 +2,7 @@
 
   python scripts/rehearsal.py [--workdir /tmp/rehearsal] [--photos 150513] [--keep]
 
-Makes a `kfood.zip` like AIHub's from `photo_datasets.benchmark_corpus`
+Makes a `kfood.zip` like AIHub's from `photo_datasets.testing.benchmark_corpus`
 (realistic photos made from the real ones in ../shared/realdata, generated
 pictures where that folder is absent): every one of the 150 classes with its
 real photo count (classes.tsv, 150,513 photos in all; `--photos N` scales the
@@ -38,7 +38,8 @@ import zipfile
 
 from PIL import Image
 
-from photo_datasets import benchmark_corpus, parallel
+from photo_datasets.build import parallel
+from photo_datasets.testing import benchmark_corpus
 
 # Photos shrunk by this much per side weigh about the real corpus's 106 KB
 # (16 GB / 150,513; the real photos in ../shared weigh 148 KB on average).

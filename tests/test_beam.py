@@ -9,7 +9,7 @@ import pathlib
 import apache_beam as beam
 
 import korean_food
-from photo_datasets import images
+from photo_datasets.photos import images
 from photo_datasets.testing import build, read_examples
 
 SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"

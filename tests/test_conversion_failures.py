@@ -8,7 +8,7 @@ import pathlib
 import shutil
 
 import flowers_dataset
-from photo_datasets import images
+from photo_datasets.photos import images
 from photo_datasets.testing import build, read_examples
 
 SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample" / "flower_photos"

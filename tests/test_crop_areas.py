@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from korean_food import crop_areas
-from photo_datasets import images, testing
+from photo_datasets import testing
+from photo_datasets.photos import images
 
 CROP_LINES = [
     "[sections]",

@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 import flowers_dataset
-from photo_datasets import disk
+from photo_datasets.build import disk
 from photo_datasets.testing import build, read_examples
 
 FLOWERS = pathlib.Path(flowers_dataset.__file__).parent / "sample"
@@ -76,7 +76,8 @@ def test_a_disk_that_fills_up_anyway_ends_the_build_in_the_same_words(tmp_path, 
 _KILLED_BUILD = """
 import sys, time
 import flowers_dataset
-from photo_datasets import generation, testing
+from photo_datasets.build import generation
+from photo_datasets import testing
 real, made = generation.ExampleMaker.with_image, []
 def slow(self, photo, image):
   made.append(1)

@@ -13,7 +13,7 @@ import tensorflow as tf
 from PIL import Image
 
 import flowers_dataset
-from photo_datasets import images
+from photo_datasets.photos import images
 from photo_datasets.testing import (
   BLUE,
   GREEN,

@@ -27,7 +27,8 @@ FIT_SCRIPT = textwrap.dedent("""
     import json, sys
     import keras
     import korean_food  # Registers the builder.
-    from photo_datasets import models, pipeline
+    from photo_datasets.reading import models
+    from photo_datasets import pipeline
 
     data_dir = sys.argv[1]
     model = models.build_model("small", 150, 64)

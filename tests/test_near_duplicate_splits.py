@@ -10,7 +10,8 @@ import tensorflow_datasets as tfds
 
 import flowers_dataset
 import korean_food  # noqa: F401  (registers the builder)
-from photo_datasets import splits, testing
+from photo_datasets import testing
+from photo_datasets.photos import splits
 
 SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample" / "flower_photos"
 ORIGINALS = sorted(SAMPLE.glob("daisy/*.jpg"))[:4]  # Real photos; the copies go under other names and classes.

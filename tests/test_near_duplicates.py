@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from PIL import Image, ImageOps
 
-from photo_datasets import near_duplicates
-from photo_datasets.near_duplicates import THRESHOLD, distance, groups
+from photo_datasets.photos import near_duplicates
+from photo_datasets.photos.near_duplicates import THRESHOLD, distance, groups
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 FLOWERS = REPO / "flowers_dataset" / "sample" / "flower_photos"

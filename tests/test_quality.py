@@ -16,7 +16,8 @@ import pytest
 from PIL import Image, ImageFilter
 
 import flowers_dataset  # noqa: F401  (registers the builder)
-from photo_datasets import images, quality, scan, splits
+from photo_datasets.build import scan
+from photo_datasets.photos import images, quality, splits
 from photo_datasets.report import BuildReport
 from photo_datasets.testing import build
 

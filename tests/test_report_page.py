@@ -27,7 +27,8 @@ from PIL import Image
 
 import flowers_dataset  # noqa: F401  (registers the builder)
 import korean_food
-from photo_datasets import build_stats, report, report_page, testing
+from photo_datasets import report, testing
+from photo_datasets.catalog import build_stats, report_page
 from photo_datasets.report import BuildReport, Skipped
 
 REPO = pathlib.Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 import korean_food
-from photo_datasets import images
+from photo_datasets.photos import images
 from photo_datasets.testing import build, read_examples
 
 SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"

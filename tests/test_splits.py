@@ -11,7 +11,8 @@ import random
 import pytest
 
 import flowers_dataset
-from photo_datasets import splits, testing
+from photo_datasets import testing
+from photo_datasets.photos import splits
 
 SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample" / "flower_photos"
 

@@ -16,7 +16,7 @@ import tensorflow_datasets as tfds
 
 import flowers_dataset
 import korean_food
-from photo_datasets import images
+from photo_datasets.photos import images
 from photo_datasets.testing import build, read_examples
 
 KFOOD_SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
@@ -116,7 +116,8 @@ def _alive(pid: int) -> bool:
 _SLOW_BUILD = """
 import sys, time
 import flowers_dataset
-from photo_datasets import images, testing
+from photo_datasets.photos import images
+from photo_datasets import testing
 real = images.decode_and_inspect
 images.decode_and_inspect = lambda data: time.sleep(60) or real(data)
 testing.build("flowers_dataset/64", sys.argv[1], sys.argv[2], workers=2)

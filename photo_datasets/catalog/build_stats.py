@@ -25,8 +25,8 @@ import collections
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from photo_datasets import quality
-from photo_datasets.scan import Photo
+from photo_datasets.build.scan import Photo
+from photo_datasets.photos import quality
 
 CLASS_WEIGHTS_FORMULA = ("n_train / (n_present * count_train), n_present = classes with a train example; "
                          "0 for a class absent from train")

@@ -32,7 +32,8 @@ from typing import Any
 from etils import epath
 from tensorflow_datasets.core.utils import tqdm_utils
 
-from photo_datasets import images, near_duplicates, parallel, quality, splits
+from photo_datasets.build import parallel
+from photo_datasets.photos import images, near_duplicates, quality, splits
 from photo_datasets.report import BuildReport, Skipped, class_folder
 
 Box = images.Box

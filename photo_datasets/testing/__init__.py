@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 from PIL import ExifTags, Image, ImageDraw, ImageFilter, ImageOps
 
-from photo_datasets import splits
+from photo_datasets.photos import splits
 
 Size = tuple[int, int]  # width, height
 Colour = tuple[int, int, int]

@@ -15,9 +15,10 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from photo_datasets import images, parallel
+from photo_datasets.build import parallel
+from photo_datasets.build.scan import ConvertedImages, Photo
+from photo_datasets.photos import images
 from photo_datasets.report import Skipped
-from photo_datasets.scan import ConvertedImages, Photo
 
 Example = dict[str, Any]
 

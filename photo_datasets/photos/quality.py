@@ -81,7 +81,7 @@ import numpy.typing as npt
 from PIL import Image
 
 if TYPE_CHECKING:
-  from photo_datasets import scan
+  from photo_datasets.build import scan
 
 # Display order.
 FLAGS: tuple[str, ...] = (

@@ -42,7 +42,7 @@ from typing import Any
 
 from PIL import Image, ImageOps
 
-from photo_datasets import images, quality
+from photo_datasets.photos import images, quality
 from photo_datasets.report import BuildReport, class_folder
 
 FILE_NAME = "report.html"

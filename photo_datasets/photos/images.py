@@ -18,7 +18,7 @@ from typing import cast
 import numpy as np
 from PIL import ExifTags, Image, UnidentifiedImageError
 
-from photo_datasets import near_duplicates
+from photo_datasets.photos import near_duplicates
 
 # Names that may hold an image; the content is still sniffed, never trusted.
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp")

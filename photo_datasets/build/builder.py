@@ -38,10 +38,13 @@ import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
 
-from photo_datasets import configs, croissant, disk, generation, images, parallel, random_access, scan, sharding, splits
+from photo_datasets import random_access
+from photo_datasets.build import configs, disk, generation, parallel, scan, sharding
+from photo_datasets.catalog import croissant
+from photo_datasets.photos import images, splits
 from photo_datasets.report import BuildReport
 
-CHECKSUMS_DIR = epath.Path(__file__).parent.parent / "checksums"
+CHECKSUMS_DIR = epath.Path(__file__).parent.parent.parent / "checksums"
 
 
 def manual_dir_or_none(dl_manager: tfds.download.DownloadManager) -> epath.Path | None:
@@ -152,7 +155,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     after a build, then the build's summary, naming it. A config built before
     the page existed gets one from `python -m photo_datasets.report`, not at
     every load: that reads every record (about a minute for 150,000)."""
-    from photo_datasets import report_page  # Its own module; TensorFlow only for the records pass.
+    from photo_datasets.catalog import report_page  # Its own module; TensorFlow only for the records pass.
 
     built, self._built = self._built, None
     if built is None:
@@ -180,7 +183,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     finally:
       if self._converted is not None:
         self._converted.close()
-    from photo_datasets import build_stats  # Imported where used, as `report_page`.
+    from photo_datasets.catalog import build_stats  # Imported where used, as `report_page`.
 
     built = self._built_photos()
     self.info.metadata.update(self._report.as_metadata())
@@ -199,7 +202,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
   def _source_reader(self, built: dict[str, list[scan.Photo]]) -> Callable[[set[str]], dict[str, bytes]]:
     """Reads the report page's photos from the source, framed as stored (a sized config's
     square crop, at thumbnail size): a few reads instead of a pass over every record."""
-    from photo_datasets import report_page
+    from photo_datasets.catalog import report_page
 
     by_name = {p.file_name: p for photos in built.values() for p in photos}
     size = self.builder_config.image_size
@@ -246,7 +249,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     self._split_photos[split] = photos
     self._source_path = os.fspath(source)
     if self._beam:
-      from photo_datasets import beam_generation  # Needs apache_beam.
+      from photo_datasets.build import beam_generation  # Needs apache_beam.
       return beam_generation.ConvertSplit(photos, make, self.READER, self._beam_skips_dir, split)
     return generation.generate_locally(
         photos, make, self.READER(), self._report.skipped_files, workers=self.workers,
@@ -257,14 +260,14 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     return epath.Path(self.data_dir) / "beam-skipped"  # The build's temporary folder.
 
   def _process_pipeline_result(self, pipeline_result: Any) -> None:
-    from photo_datasets import beam_generation
+    from photo_datasets.build import beam_generation
     self._report.skipped_files += beam_generation.read_skips(self._beam_skips_dir)
 
   def _scan(self, source: epath.Path, cache_dir: epath.Path | None) -> tuple[list[scan.Photo], BuildReport]:
     """Scans `source`, or reuses the saved scan of the same, unchanged files;
     checks the disk space before the conversion starts. Fills the report's
     quality flags from the photos' scores either way."""
-    from photo_datasets import quality  # Here, as this method is all that needs it.
+    from photo_datasets.photos import quality  # Here, as this method is all that needs it.
     cache = None
     if cache_dir:
       cache = cache_dir / f"{self.name}-{scan.source_fingerprint(os.fspath(source))[:20]}.json"

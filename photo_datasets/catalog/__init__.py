@@ -1,0 +1,1 @@
+"""What a build writes for people and catalogs: the report page, statistics, Croissant."""

@@ -1,0 +1,1 @@
+"""Per-photo work, no TensorFlow: decoding and checking, hashes, quality scores, splits."""
