@@ -97,7 +97,8 @@ class Builder(builder.PhotoBuilder):
     report.counts["images with a crop box"] = sum(p.box is not None for p in boxed)
     return boxed
 
-  def class_descriptions(self) -> dict[str, str]:
+  @classmethod
+  def class_descriptions(cls) -> dict[str, str]:
     """The English name of each class, for the build report page."""
     return {c.name: c.english_name for c in classes.food_classes()}
 

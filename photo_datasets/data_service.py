@@ -57,6 +57,7 @@ Choices, in one place:
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import queue
 import re
@@ -236,11 +237,13 @@ def run_dispatcher(port: int, work_dir: str | None, worker_timeout_ms: int | Non
   server.join()
 
 
-def run_worker(dispatcher: str, port: int, host: str) -> None:
+def run_worker(dispatcher: str, port: int, host: str, imports: Sequence[str] = ()) -> None:
   """Starts a worker on `port` for `dispatcher` ("HOST:PORT") and serves until
-  killed. The trainer reaches it as `host:port`. It reads the data dir itself."""
-  import flowers_dataset  # noqa: F401  (register the builders, so every dataset resolves)
-  import korean_food  # noqa: F401
+  killed. The trainer reaches it as `host:port`. It reads the data dir itself;
+  `imports` are modules to import first, as `tfds build --imports` (e.g. the
+  dataset packages, where a served pipeline needs their code)."""
+  for module in imports:
+    importlib.import_module(module)
 
   tf.config.set_visible_devices([], "GPU")  # Decoding runs on the CPUs; a GPU here is the trainer's.
   dispatcher_host, dispatcher_port = parse_address(dispatcher, scheme=False)
@@ -277,10 +280,13 @@ def main(argv: Sequence[str] | None = None) -> None:
   worker.add_argument("--port", type=_port, default=0, help="default: any free port")
   worker.add_argument("--host", default=socket.gethostname(),
                       help="the name trainers reach this machine by (default: its hostname)")
+  worker.add_argument("--imports", "-i", default="",
+                      help="comma-separated modules to import first, as `tfds build --imports`")
   args = parser.parse_args(argv)
   runners: dict[str, Callable[[], None]] = {
       "dispatcher": lambda: run_dispatcher(args.port, args.work_dir, args.worker_timeout_ms),
-      "worker": lambda: run_worker(args.dispatcher, args.port, args.host),
+      "worker": lambda: run_worker(args.dispatcher, args.port, args.host,
+                                 [m for m in args.imports.split(",") if m]),
   }
   try:
     runners[args.part]()

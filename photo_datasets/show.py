@@ -34,6 +34,7 @@ from matplotlib.patches import Rectangle
 from PIL import Image
 
 from photo_datasets import pipeline as training
+from photo_datasets.reading import built
 
 Box = tuple[float, float, float, float]  # Relative ymin, xmin, ymax, xmax, as TFDS's BBoxFeature.
 
@@ -144,15 +145,12 @@ def pipeline_pictures(builder: tfds.core.DatasetBuilder, name: str, *, split: st
 
 
 def caption_function(builder: tfds.core.DatasetBuilder) -> Callable[[int], str]:
-  """Label id -> the class name to print: English for korean_food, whose
-  names are Korean (missing from matplotlib's default font)."""
-  if builder.name == "korean_food":
-    from korean_food.classes import food_classes  # Only here: the shared package needs no dataset package.
-
-    classes = food_classes()
-    return lambda label: classes[label].english_name
+  """Label id -> the class name to print: the dataset's description of the
+  class where it gives one (`PhotoBuilder.class_descriptions`; korean_food's
+  English names, as its Korean names are missing from matplotlib's default font)."""
   feature = builder.info.features["label"]
-  return lambda label: str(feature.int2str(label))
+  descriptions = built.class_descriptions(builder)
+  return lambda label: descriptions.get(feature.int2str(label), str(feature.int2str(label)))
 
 
 def draw(pictures: list[Picture], caption: Callable[[int], str], title: str) -> Figure:

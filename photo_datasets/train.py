@@ -34,12 +34,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from photo_datasets import pipeline
+from photo_datasets.reading import built
 from photo_datasets.reading.models import MODELS, build_model
 
 MIXED_PRECISION = ("auto", "on", "off")
-# Packages of this project that register a builder when imported; any other
-# dataset must be registered already or be readable from its data_dir.
-DATASET_PACKAGES = ("flowers_dataset", "korean_food")
 
 
 class TrainError(ValueError):
@@ -96,7 +94,8 @@ def train(
     raise TrainError(f"--model must be one of {', '.join(MODELS)}, got {model!r}.")
   if mixed_precision not in MIXED_PRECISION:
     raise TrainError(f"--mixed_precision must be one of {', '.join(MIXED_PRECISION)}, got {mixed_precision!r}.")
-  info = _built_info(name, data_dir)
+  builder = _built(name, data_dir)
+  info = builder.info
   stored_size: int | None = info.features["image"].shape[0]
   if image_size is not None:
     size = image_size
@@ -165,7 +164,7 @@ def train(
   }, indent=2) + "\n", encoding="utf-8")
   plot_history(history, result.plot_path, title=f"{name}, {model}, {size}x{size}")
   result.classes_path.write_text(
-      json.dumps(class_table(info), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+      json.dumps(class_table(builder), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
   return result
 
 
@@ -205,19 +204,15 @@ def global_dtype_policy(policy: str) -> Iterator[None]:
     keras.mixed_precision.set_global_policy(before)
 
 
-def class_table(info: Any) -> dict[str, dict[str, str]]:
-  """label id -> {"name"}, and for korean_food its "english_name" too."""
-  names: list[str] = info.features["label"].names
+def class_table(builder: Any) -> dict[str, dict[str, str]]:
+  """label id -> {"name"}, and {"description"} where the dataset gives one
+  (`PhotoBuilder.class_descriptions`; korean_food: the English name)."""
+  names: list[str] = builder.info.features["label"].names
+  descriptions = built.class_descriptions(builder)
   table = {str(label): {"name": name} for label, name in enumerate(names)}
-  if info.name == "korean_food":
-    import korean_food  # Only here: other datasets must not need it.
-
-    classes = korean_food.food_classes()
-    if [c.name for c in classes] == names:
-      for c in classes:
-        table[str(c.index)]["english_name"] = c.english_name
-    else:
-      print("note: the class names of this build are not those of korean_food.food_classes(): no English names.")
+  for row in table.values():
+    if row["name"] in descriptions:
+      row["description"] = descriptions[row["name"]]
   return table
 
 
@@ -237,11 +232,11 @@ def plot_history(history: dict[str, list[float]], path: pathlib.Path, title: str
   figure.savefig(path, dpi=100)
 
 
-def _built_info(name: str, data_dir: str | None) -> Any:
-  """The info of a built config; TrainError when it is not built there."""
+def _built(name: str, data_dir: str | None) -> Any:
+  """The builder of a built config; TrainError when it is not built there."""
   package = name.split("/")[0].split(":")[0]
-  if package in DATASET_PACKAGES:
-    importlib.import_module(package)  # Registers the builder.
+  with contextlib.suppress(ImportError):
+    importlib.import_module(package)  # Registers a dataset package of that name, as `tfds build --imports`.
   try:
     builder = tfds.builder(name, data_dir=data_dir)
   except Exception as e:  # TFDS raises several kinds (unknown name, config, version).
@@ -249,7 +244,7 @@ def _built_info(name: str, data_dir: str | None) -> Any:
   if not builder.is_prepared():
     raise TrainError(f"{name} is not built in {builder.data_dir}: build it first "
                      f"(tfds build {package} --config {name.split('/')[-1]} ...) or give its --data_dir.")
-  return builder.info
+  return builder
 
 
 class _Speed(keras.callbacks.Callback):  # type: ignore[misc]  # keras ships no types.

@@ -17,6 +17,7 @@ from PIL import Image, ImageFilter
 
 import flowers_dataset  # noqa: F401  (registers the builder)
 from photo_datasets.build import scan
+from photo_datasets.catalog import build_stats
 from photo_datasets.photos import images, quality, splits
 from photo_datasets.report import BuildReport
 from photo_datasets.testing import build
@@ -37,9 +38,17 @@ def _scan_pixels(data: bytes) -> Image.Image:
   return images.decode_and_inspect(data)[1]
 
 
+def _scores(pixels: np.ndarray | Image.Image) -> dict[str, float]:
+  return quality.measure(pixels)[0]
+
+
+def _moments(pixels: np.ndarray | Image.Image) -> tuple[float, ...]:
+  return quality.measure(pixels)[1]
+
+
 def _pixel_flags(data: bytes) -> list[str]:
   """The flags the pixels alone raise (a normal size and shape)."""
-  return [flag for flag, _ in quality.flags_of(quality.scores(_scan_pixels(data)), 400, 300, 0.0)]
+  return [flag for flag, _ in quality.flags_of(_scores(_scan_pixels(data)), 400, 300, 0.0)]
 
 
 def _flat(colour: tuple[int, int, int], size: tuple[int, int] = (300, 200)) -> bytes:
@@ -58,7 +67,7 @@ def test_a_black_photo_is_dark_and_a_white_one_light():
   assert "light" not in _pixel_flags(_flat((0, 0, 0)))
   assert "light" in _pixel_flags(_flat((255, 255, 255)))
   assert "dark" not in _pixel_flags(_flat((255, 255, 255)))
-  assert quality.scores(_scan_pixels(_flat((0, 0, 0))))["dark"] == 0.0
+  assert _scores(_scan_pixels(_flat((0, 0, 0))))["dark"] == 0.0
 
 
 def test_a_flat_grey_photo_is_low_information_but_not_blurry_dark_or_light():
@@ -73,9 +82,9 @@ def test_a_real_photo_raises_no_pixel_flag():
 
 def test_a_blurred_copy_of_a_real_flower_scores_blurrier_than_its_original():
   original = _daisy()
-  scores = [quality.scores(original)["blurry"]]
+  scores = [_scores(original)["blurry"]]
   for radius in (1, 2, 4):
-    scores.append(quality.scores(_scan_pixels(_jpeg(original.filter(ImageFilter.GaussianBlur(radius)))))["blurry"])
+    scores.append(_scores(_scan_pixels(_jpeg(original.filter(ImageFilter.GaussianBlur(radius)))))["blurry"])
   assert scores == sorted(scores, reverse=True) and len(set(scores)) == 4  # Blurrier at every step.
   assert scores[0] >= quality.THRESHOLDS["blurry"] > scores[-1]  # The original passes, the strong blur is flagged.
 
@@ -84,8 +93,8 @@ def test_blur_is_measured_relative_to_contrast():
   """A sharp photo with a fifth of the contrast is no blurrier."""
   original = np.asarray(_daisy(), dtype=np.float32)
   faint = (original - original.mean()) / 5 + 128
-  assert quality.scores(faint.round().astype(np.uint8))["blurry"] == pytest.approx(
-      quality.scores(original.astype(np.uint8))["blurry"], abs=0.03)
+  assert _scores(faint.round().astype(np.uint8))["blurry"] == pytest.approx(
+      _scores(original.astype(np.uint8))["blurry"], abs=0.03)
 
 
 def test_a_five_to_one_strip_has_an_odd_aspect_ratio():
@@ -125,19 +134,19 @@ def test_a_tiny_image_among_normal_ones_is_odd_size():
 def test_scores_are_the_same_from_an_array_or_the_image():
   pixels = _daisy()
   assert quality.measure(np.asarray(pixels)) == quality.measure(pixels)
-  assert set(quality.scores(pixels)) == set(quality.PIXEL_FLAGS)
-  assert all(0.0 <= value <= 1.0 for value in quality.scores(pixels).values())
+  assert set(_scores(pixels)) == set(quality.PIXEL_FLAGS)
+  assert all(0.0 <= value <= 1.0 for value in _scores(pixels).values())
 
 
 @pytest.mark.parametrize("size", [(1, 1), (1, 500), (500, 2), (3, 3)])
 def test_slivers_and_single_pixels_are_scored_too(size):
   pixels = np.full((size[1], size[0], 3), 90, np.uint8)
-  assert quality.scores(pixels)["blurry"] == 1.0  # Nothing to measure sharpness on.
-  assert quality.scores(pixels)["dark"] == pytest.approx(90 / 255, abs=1 / 255)
+  assert _scores(pixels)["blurry"] == 1.0  # Nothing to measure sharpness on.
+  assert _scores(pixels)["dark"] == pytest.approx(90 / 255, abs=1 / 255)
 
 
 def test_moments_of_a_uniform_image_are_its_colour_and_its_square():
-  assert quality.moments(np.full((50, 70, 3), (10, 20, 30), np.uint8)) == (10, 20, 30, 100, 400, 900)
+  assert _moments(np.full((50, 70, 3), (10, 20, 30), np.uint8)) == (10, 20, 30, 100, 400, 900)
 
 
 def _photo(name: str, split: str, size: tuple[int, int] = (320, 240), **fields: object) -> scan.Photo:
@@ -148,14 +157,14 @@ def _photo(name: str, split: str, size: tuple[int, int] = (320, 240), **fields: 
 
 
 def test_channel_stats_are_those_of_the_train_photos_each_weighing_the_same():
-  black = quality.moments(np.zeros((10, 10, 3), np.uint8))
-  grey = quality.moments(np.full((40, 40, 3), 100, np.uint8))  # More pixels, same weight.
-  white = quality.moments(np.full((10, 10, 3), 255, np.uint8))
+  black = _moments(np.zeros((10, 10, 3), np.uint8))
+  grey = _moments(np.full((40, 40, 3), 100, np.uint8))  # More pixels, same weight.
+  white = _moments(np.full((10, 10, 3), 255, np.uint8))
   photos = [_photo("a/x/1.jpg", "train", moments=black), _photo("a/x/2.jpg", "train", moments=grey),
             _photo("a/x/3.jpg", "test", moments=white)]
-  assert quality.channel_stats(photos) == ([50.0] * 3, [50.0] * 3)
-  assert quality.channel_stats(photos, "test") == ([255.0] * 3, [0.0] * 3)
-  assert quality.channel_stats(photos, "validation") == ([], [])
+  assert build_stats.channel_stats(photos) == ([50.0] * 3, [50.0] * 3)
+  assert build_stats.channel_stats(photos, "test") == ([255.0] * 3, [0.0] * 3)
+  assert build_stats.channel_stats(photos, "validation") == ([], [])
 
 
 def test_flag_rows_name_file_split_label_and_list_the_worst_first_in_flag_order():
@@ -163,7 +172,7 @@ def test_flag_rows_name_file_split_label_and_list_the_worst_first_in_flag_order(
   photos = [_photo("g/daisy/a.jpg", "train", quality={**dim, "dark": 0.2}),
             _photo("g/roses/b.jpg", "test", quality={**dim, "dark": 0.1}, size=(900, 100)),
             _photo("g/roses/c.jpg", "train", quality=dim)]
-  assert quality.flag_rows(photos) == [
+  assert build_stats.flag_rows(photos) == [
       {"file_name": "g/roses/b.jpg", "split": "test", "label": "roses", "flag": "dark", "score": 0.1},
       {"file_name": "g/daisy/a.jpg", "split": "train", "label": "daisy", "flag": "dark", "score": 0.2},
       {"file_name": "g/roses/b.jpg", "split": "test", "label": "roses", "flag": "odd_aspect_ratio", "score": 0.1111},
@@ -186,7 +195,7 @@ def _counts(folder: pathlib.Path) -> tuple[dict[str, list[str]], list[tuple[str,
   for path in sorted(folder.rglob("*")):
     if path.suffix.lower() in (".jpg", ".jpeg", ".png"):
       check, decoded = images.decode_and_inspect(path.read_bytes())
-      found.append((path.relative_to(folder).as_posix(), check, quality.scores(decoded)))
+      found.append((path.relative_to(folder).as_posix(), check, _scores(decoded)))
       pixels.append((path.relative_to(folder).as_posix(), decoded))
   median = quality.median_size((check.width, check.height) for _, check, _ in found)
   marked = collections.defaultdict(list)
@@ -208,7 +217,7 @@ def test_blurring_the_real_flowers_flags_them_in_proportion_to_the_blur():
   flagged = {}
   for radius in (1, 2, 4):  # Pixels of blur on a 224-px short side, the training size.
     flagged[radius] = sum(
-        quality.scores(image.filter(ImageFilter.GaussianBlur(radius * min(image.size) / 224)))["blurry"]
+        _scores(image.filter(ImageFilter.GaussianBlur(radius * min(image.size) / 224)))["blurry"]
         < quality.THRESHOLDS["blurry"] for _, image in pixels)
   assert flagged[1] <= 10 and 30 <= flagged[2] <= 70 and flagged[4] >= 90, flagged
 
@@ -236,8 +245,8 @@ def test_the_scan_keeps_each_photos_scores_and_moments_and_the_saved_scan_round_
   black = by_name["flowers/daisy/zz_black.jpg"]
   assert black.quality["dark"] == 0.0 and black.moments == (0, 0, 0, 0, 0, 0)
   daisy = by_name[f"flowers/daisy/{DAISY.name}"]
-  assert daisy.quality == quality.scores(_daisy())
-  assert daisy.moments == quality.moments(_daisy())
+  assert daisy.quality == _scores(_daisy())
+  assert daisy.moments == _moments(_daisy())
 
   path = tmp_path / "scan.json"
   scan.save_scan(path, photos, report)

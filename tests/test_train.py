@@ -108,7 +108,7 @@ def test_korean_food_writes_model_history_curves_and_classes(korean_food_run):
 def test_korean_food_classes_have_korean_and_english_names(korean_food_run):
   result, _ = korean_food_run
   classes = json.loads(result.classes_path.read_text(encoding="utf-8"))
-  assert classes == {str(c.index): {"name": c.name, "english_name": c.english_name}
+  assert classes == {str(c.index): {"name": c.name, "description": c.english_name}
                      for c in korean_food.food_classes()}
   assert classes["0"]["name"] == "갈비구이"  # Stored as UTF-8, not escaped.
   assert "갈비구이" in result.classes_path.read_text(encoding="utf-8")

@@ -40,7 +40,7 @@ from etils import epath
 
 from photo_datasets import random_access
 from photo_datasets.build import configs, disk, generation, parallel, scan, sharding
-from photo_datasets.catalog import croissant
+from photo_datasets.catalog import build_stats, croissant
 from photo_datasets.photos import images, splits
 from photo_datasets.report import BuildReport
 
@@ -183,7 +183,6 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     finally:
       if self._converted is not None:
         self._converted.close()
-    from photo_datasets.catalog import build_stats  # Imported where used, as `report_page`.
 
     built = self._built_photos()
     self.info.metadata.update(self._report.as_metadata())
@@ -221,8 +220,10 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
 
     return read
 
-  def class_descriptions(self) -> dict[str, str]:
-    """Class name -> what the build report page shows beside it (e.g. an English name)."""
+  @classmethod
+  def class_descriptions(cls) -> dict[str, str]:
+    """Class name -> what the build report page, `train`'s classes.json and
+    `show`'s captions give beside or instead of it (e.g. an English name)."""
     return {}
 
   def _generate_splits(self, dl_manager: tfds.download.DownloadManager,
@@ -267,14 +268,13 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     """Scans `source`, or reuses the saved scan of the same, unchanged files;
     checks the disk space before the conversion starts. Fills the report's
     quality flags from the photos' scores either way."""
-    from photo_datasets.photos import quality  # Here, as this method is all that needs it.
     cache = None
     if cache_dir:
       cache = cache_dir / f"{self.name}-{scan.source_fingerprint(os.fspath(source))[:20]}.json"
       if cache.exists() and (saved := scan.load_scan(cache)) is not None:
         logging.info("Reusing the scan of %s saved in %s", source, cache)
         self._check_disk_space(len(saved[0]), sum(p.nbytes for p in saved[0]), converts_in_scan=False)
-        saved[1].quality_flags = quality.flag_rows(saved[0])  # From the saved scores, by today's thresholds.
+        saved[1].quality_flags = build_stats.flag_rows(saved[0])  # From the saved scores, by today's thresholds.
         return saved
     size = self.builder_config.image_size
     # Beam workers convert on other machines; a bucket (gs://) holds no temporary file of ours.
@@ -286,7 +286,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
       self._converted = scan.ConvertedImages(size, self.data_dir)
     photos = scan.scan(listing, report, workers=self.workers, converted=self._converted)
     photos = self._annotate(photos, listing, report)
-    report.quality_flags = quality.flag_rows(photos)  # Information only: no photo is left out for a flag.
+    report.quality_flags = build_stats.flag_rows(photos)  # Information only: no photo is left out for a flag.
     if cache:
       scan.save_scan(cache, photos, report)
     # The images converted in the scan are on the disk already: what is left to write is the records.

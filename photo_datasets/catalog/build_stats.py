@@ -8,7 +8,7 @@ Read them with `tfds.builder(name, data_dir=...).info.metadata`:
   train example, so the weights average to 1 over the train examples (scikit-learn's "balanced").
   0 for a class with no train example. Pass `dict(enumerate(weights))` as Keras's `class_weight`.
 * `channel_mean`, `channel_std`: the train split's per-channel (R, G, B) mean and standard
-  deviation on 0–255, from the scan's decode of each photo (`quality.channel_stats`); absent where
+  deviation on 0–255, from the scan's decode of each photo (`channel_stats`); absent where
   the scan did not record them.
 * `crop_boxes`: per label id, the photos with a crop box (all splits).
 * `source_images`: what the source photos were: `formats` and `modes` (PIL's names) -> photos,
@@ -24,6 +24,9 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from photo_datasets.build.scan import Photo
 from photo_datasets.photos import quality
@@ -97,7 +100,31 @@ def metadata(photos_by_split: Mapping[str, Sequence[Photo]], class_names: Sequen
       "crop_boxes": crop_boxes(every, class_names),
       "source_images": source_images(every),
   }
-  mean, std = quality.channel_stats(photos_by_split.get("train", []))
+  mean, std = channel_stats(photos_by_split.get("train", []))
   if mean:
     stats["channel_mean"], stats["channel_std"] = mean, std
   return stats
+
+
+def flag_rows(photos: Sequence[Photo]) -> list[dict[str, Any]]:
+  """`BuildReport.quality_flags`: a row {file_name, split, label, flag, score}
+  per flag of each photo, in `FLAGS` order, worst (lowest score) first within
+  a flag, then by file name. odd_size compares with the median of `photos`."""
+  median = quality.median_size((p.check.width, p.check.height) for p in photos)
+  rows = [{"file_name": p.file_name, "split": p.split, "label": p.folder, "flag": flag, "score": score}
+          for p in photos for flag, score in quality.flags_of(p.quality, p.check.width, p.check.height, median)]
+  order = {flag: i for i, flag in enumerate(quality.FLAGS)}
+  return sorted(rows, key=lambda r: (order[r["flag"]], r["score"], r["file_name"]))
+
+
+def channel_stats(photos: Iterable[Photo], split: str = "train") -> tuple[list[float], list[float]]:
+  """The per-channel (R, G, B) mean and standard deviation on 0-255 of the
+  pixels of the photos of `split`, each photo weighing the same (as each
+  becomes one image of the same size in training), from their scan pixels'
+  `moments` (the whole upright photo, before any crop). ([], []) for none."""
+  rows = [p.moments for p in photos if p.split == split and len(p.moments) == 6]
+  if not rows:
+    return [], []
+  mean: npt.NDArray[np.float64] = np.mean(np.asarray(rows, dtype=np.float64), axis=0)
+  variance = np.maximum(mean[3:] - mean[:3] ** 2, 0.0)
+  return [round(float(v), 3) for v in mean[:3]], [round(float(v), 3) for v in np.sqrt(variance)]

@@ -8,11 +8,11 @@ and `quality.csv`): nothing is removed or changed by it.
 `images.decode_and_inspect` (JPEGs at reduced DCT scale, 224 to 447 px on the
 short side; other formats at full size), so no photo is decoded twice and the
 conversion does nothing more. It returns the photo's `scores` and the
-`moments` of its pixels (for `channel_stats`: the train split's per-channel
+`moments` of its pixels (for `build_stats.channel_stats`: the train split's per-channel
 mean and standard deviation). Two flags need only the source's size:
 `odd_aspect_ratio`, and `odd_size`, which compares a photo with the corpus's
 median, so both are decided after the scan from each photo's upright source
-width and height (`flags_of(scores, width, height, median_size)`; `flag_rows`
+width and height (`flags_of(scores, width, height, median_size)`; `build_stats.flag_rows`
 makes the report's rows).
 
 Every score follows CleanVision's convention (cleanlab/cleanvision, Apache-2.0,
@@ -73,15 +73,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from PIL import Image
-
-if TYPE_CHECKING:
-  from photo_datasets.build import scan
 
 # Display order.
 FLAGS: tuple[str, ...] = (
@@ -161,18 +158,6 @@ def _quantiles(histogram: npt.NDArray[Any], low: float, high: float) -> tuple[fl
   return float(at_low), float(at_high)
 
 
-def scores(pixels: np.ndarray | Image.Image) -> dict[str, float]:
-  """The per-photo scores of one photo's uint8 (H, W, 3) RGB pixels (or RGB PIL
-  image), keyed by the flags of `PIXEL_FLAGS`: each in [0, 1], lower is worse,
-  flagged below `THRESHOLDS` (the module docstring defines each)."""
-  return measure(pixels)[0]
-
-
-def moments(pixels: np.ndarray | Image.Image) -> tuple[float, ...]:
-  """(mean R, G, B, mean of R², G², B²) on 0-255 of the pixels' sample."""
-  return measure(pixels)[1]
-
-
 def _fit(size: tuple[int, int], side: int) -> tuple[int, int]:
   """`size` shrunk so that its long side is at most `side` (never enlarged)."""
   width, height = size
@@ -223,27 +208,3 @@ def flags_of(photo_scores: dict[str, float], width: int, height: int,
     all_scores["odd_size"] = min(ratio, 1 / ratio) if ratio > 0 else 0.0
   return [(flag, round(all_scores[flag], _DECIMALS)) for flag in FLAGS
           if flag in all_scores and all_scores[flag] < THRESHOLDS[flag]]
-
-
-def flag_rows(photos: Sequence[scan.Photo]) -> list[dict[str, Any]]:
-  """`BuildReport.quality_flags`: a row {file_name, split, label, flag, score}
-  per flag of each photo, in `FLAGS` order, worst (lowest score) first within
-  a flag, then by file name. odd_size compares with the median of `photos`."""
-  median = median_size((p.check.width, p.check.height) for p in photos)
-  rows = [{"file_name": p.file_name, "split": p.split, "label": p.folder, "flag": flag, "score": score}
-          for p in photos for flag, score in flags_of(p.quality, p.check.width, p.check.height, median)]
-  order = {flag: i for i, flag in enumerate(FLAGS)}
-  return sorted(rows, key=lambda r: (order[r["flag"]], r["score"], r["file_name"]))
-
-
-def channel_stats(photos: Iterable[scan.Photo], split: str = "train") -> tuple[list[float], list[float]]:
-  """The per-channel (R, G, B) mean and standard deviation on 0-255 of the
-  pixels of the photos of `split`, each photo weighing the same (as each
-  becomes one image of the same size in training), from their scan pixels'
-  `moments` (the whole upright photo, before any crop). ([], []) for none."""
-  rows = [p.moments for p in photos if p.split == split and len(p.moments) == 6]
-  if not rows:
-    return [], []
-  mean: npt.NDArray[np.float64] = np.mean(np.asarray(rows, dtype=np.float64), axis=0)
-  variance = np.maximum(mean[3:] - mean[:3] ** 2, 0.0)
-  return [round(float(v), 3) for v in mean[:3]], [round(float(v), 3) for v in np.sqrt(variance)]
