@@ -1,1 +1,34 @@
-"""Machinery shared by the package's TFDS builders (`flowers_dataset`, `korean_food`)."""
+"""Machinery shared by the package's TFDS builders: build, report, read.
+
+The subpackages follow a photo's way from the download to `model.fit`; each
+imports only those below it (`pyproject.toml`'s import-linter contracts):
+
+  photos/    per-photo work, no TensorFlow: decode and check (`images`), the
+             near-copy hashes (`near_duplicates`), quality scores (`quality`),
+             the split rule (`splits`).
+  build/     what `tfds build` runs: `builder.PhotoBuilder` (the base class and
+             its hooks), the size `configs`, the `scan` on every core
+             (`parallel`), `generation` and `beam_generation`, `disk` checks,
+             `sharding`.
+  catalog/   what a build writes for people and catalogs: the report page
+             (`report_page`), the statistics in `info.metadata`
+             (`build_stats`), `croissant.json`.
+  reading/   what the read side shares: opening a built config (`built`), the
+             example Keras `models`.
+  testing/   fabricated photos and builds for the tests, realistic photos for
+             the benchmarks (`benchmark_corpus`).
+
+On top, the modules users call:
+
+  pipeline        `training_dataset`, `evaluation_dataset`: a built config to
+                  `model.fit`, on any Keras 3 backend.
+  data_service    the same input on tf.data service workers
+                  (`python -m photo_datasets.data_service dispatcher|worker`).
+  random_access   an ArrayRecord copy, `tfds.data_source`, PyTorch and Grain.
+  train, show, report, demo
+                  command-line tools: train an example model, draw a grid,
+                  write a config's report page again, README command 1.
+
+The shared package names no dataset: a dataset supplies its names, wording
+and class descriptions through `PhotoBuilder`'s hooks.
+"""

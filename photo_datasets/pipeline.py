@@ -347,7 +347,7 @@ class _Reader:
     """A sized config's stored image (resized if asked)."""
     # Smaller than stored: libjpeg decodes at 1/2, 1/4 or 1/8 of the size
     # directly, 2.5 times faster than a full decode and resize, and as close to
-    # an area downscale (README, "Reading at the decode limit").
+    # an area downscale (docs/performance.md, "Reading: from photo files to batches").
     assert self.stored_size is not None
     scaled = {r: -(-self.stored_size // r) for r in _DCT_RATIOS}  # libjpeg rounds up.
     ratio = max(r for r in _DCT_RATIOS if scaled[r] >= self.size)

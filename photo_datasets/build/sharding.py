@@ -14,7 +14,7 @@ one). TFDS's own rule makes few large files (64 MiB to 1 GiB each), so a
   never fewer than 1 nor more than it has examples;
 * `tfds build --num_shards N` (`DownloadConfig.num_shards`) still decides.
 
-Many small files cost nothing on reading (README, "Shards for many hosts").
+Many small files cost nothing on reading (docs/performance.md, "Reading: from photo files to batches").
 """
 
 from __future__ import annotations
