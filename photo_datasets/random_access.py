@@ -9,7 +9,7 @@ stays the config's format, so `tfds.load` and `pipeline.training_dataset` read
 what they read before, while `tfds.data_source` reads the ArrayRecord files:
 any example by index, the same stored bytes. TFDS 4.9.10 forgets the
 alternative format of configs defined in code (`224`, `full`);
-`PhotoBuilder.__init__` restores it with `restore_alternative_file_formats`.
+`PhotoBuilder.__init__` restores it (`configs.restore_alternative_file_formats`).
 
 Decoded images are the stored JPEGs decoded by libjpeg's accurate DCT (PIL),
 which is `tf.io.decode_jpeg(..., dct_method="INTEGER_ACCURATE")`; `tfds.load`
@@ -102,18 +102,6 @@ def data_source(name: str, *, split: str, data_dir: str | os.PathLike[str] | Non
     raise ValueError(f"{name} has no ArrayRecord copy: run photo_datasets.random_access.add_array_record "
                      f"({name!r}, data_dir) once after building it.")
   return tfds.data_source(name, split=split, data_dir=data_dir, decoders=decoders)
-
-
-def restore_alternative_file_formats(info: Any) -> None:
-  """Makes a `tfds.core.DatasetInfo` restored from `dataset_info.json` list the
-  alternative formats recorded there (TFDS 4.9.10 keeps them in the proto only),
-  so `tfds.data_source` finds the ArrayRecord copy of a config defined in code."""
-  from tensorflow_datasets.core import file_adapters
-
-  for value in info.as_proto.alternative_file_formats:
-    file_format = file_adapters.FileFormat.from_value(value)
-    if file_format not in info.alternative_file_formats:
-      info.alternative_file_formats.append(file_format)
 
 
 def sized_source(name: str, *, split: str, data_dir: str | os.PathLike[str] | None = None) -> Any:

@@ -14,6 +14,7 @@ import tensorflow_datasets as tfds
 
 import korean_food
 from photo_datasets import pipeline, random_access
+from photo_datasets.build import configs
 from photo_datasets.testing import build
 
 SAMPLE_DIR = pathlib.Path(korean_food.__file__).parent / "sample"
@@ -96,8 +97,8 @@ def test_a_split_expression_and_the_examples_by_index(data_dir):
 def test_restored_info_lists_the_copy(data_dir):
   """What PhotoBuilder does for the plain `tfds.data_source` on configs defined in code."""
   builder = tfds.builder(NAME, data_dir=data_dir)
-  random_access.restore_alternative_file_formats(builder.info)
-  random_access.restore_alternative_file_formats(builder.info)  # Twice: no duplicate.
+  configs.restore_alternative_file_formats(builder.info)
+  configs.restore_alternative_file_formats(builder.info)  # Twice: no duplicate.
   assert builder.info.alternative_file_formats == [tfds.core.FileFormat.ARRAY_RECORD]
   assert len(builder.as_data_source(split="train")) == TRAIN_SIZE
 

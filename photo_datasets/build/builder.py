@@ -38,7 +38,6 @@ import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
 
-from photo_datasets import random_access
 from photo_datasets.build import configs, disk, generation, parallel, scan, sharding
 from photo_datasets.catalog import build_stats, croissant
 from photo_datasets.photos import images, splits
@@ -99,7 +98,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
 
   def __init__(self, *, workers: int | None = None, **kwargs: Any):
     super().__init__(**kwargs)
-    random_access.restore_alternative_file_formats(self.info)  # TFDS 4.9.10 drops them for configs in code.
+    configs.restore_alternative_file_formats(self.info)  # TFDS 4.9.10 drops them for configs in code.
     self.workers = parallel.default_workers() if workers is None else parallel.check_workers(workers)
     self._original_state["workers"] = workers  # TFDS re-creates pickled builders from this.
 

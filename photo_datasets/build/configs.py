@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import tensorflow_datasets as tfds
 
@@ -31,3 +32,15 @@ def size_config(name: str) -> ImageSizeConfig:
       image_size=size,
       description=f"Images centre-cropped to a square and resized to {size}x{size}.",
   )
+
+
+def restore_alternative_file_formats(info: Any) -> None:
+  """Makes a `tfds.core.DatasetInfo` restored from `dataset_info.json` list the
+  alternative formats recorded there (TFDS 4.9.10 keeps them in the proto only),
+  so `tfds.data_source` finds the ArrayRecord copy of a config defined in code."""
+  from tensorflow_datasets.core import file_adapters
+
+  for value in info.as_proto.alternative_file_formats:
+    file_format = file_adapters.FileFormat.from_value(value)
+    if file_format not in info.alternative_file_formats:
+      info.alternative_file_formats.append(file_format)
