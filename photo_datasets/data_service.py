@@ -33,7 +33,7 @@ Choices, in one place:
   reads which file depends on timing, so only the examples of each epoch are.
 * Compression off: with `"AUTO"` (snappy on the workers, undone on the
   trainer) the batches came slower and cost more CPU per image
-  (`scripts/data_service_benchmark.py`, figures in docs/past-one-machine.md).
+  (`benchmarks/data_service.py`, figures in docs/past-one-machine.md).
 * Jobs: each iteration of the dataset is its own anonymous job, so trainers
   sharing a dispatcher never share or steal each other's batches.
 * A lost worker. TensorFlow 2.21 keeps a lost worker's tasks for ever: the

@@ -1,4 +1,4 @@
-"""`scripts/loader_benchmark.py`: a tiny run of every loader, in-process."""
+"""`benchmarks/loader.py`: a tiny run of every loader, in-process."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pathlib
 
 from photo_datasets import testing
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "loader_benchmark.py"
+SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "loader.py"
 # Small photos in 3 classes of 2 groups, as an extracted kfood tree.
 FOLDERS = ("구이/갈비구이", "구이/갈치구이", "찌개/김치찌개")
 

@@ -1,6 +1,6 @@
 """Near-duplicate hashing on real photos, and the grouping's correctness.
 
-Every kind of copy in scripts/near_duplicate_tuning.py is grouped with its
+Every kind of copy in benchmarks/near_duplicate_tuning.py is grouped with its
 original, and distinct real photos are not (measured there on 147 photos).
 """
 
@@ -24,7 +24,8 @@ FLOWERS = REPO / "flowers_dataset" / "sample" / "flower_photos"
 
 
 def _tuning() -> ModuleType:
-  spec = importlib.util.spec_from_file_location("near_duplicate_tuning", REPO / "scripts" / "near_duplicate_tuning.py")
+  path = REPO / "benchmarks" / "near_duplicate_tuning.py"
+  spec = importlib.util.spec_from_file_location("near_duplicate_tuning", path)
   assert spec is not None and spec.loader is not None
   module = importlib.util.module_from_spec(spec)
   sys.modules[spec.name] = module

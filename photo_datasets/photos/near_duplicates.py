@@ -16,7 +16,7 @@ The search is sub-quadratic: every hash has a 64-bit key (its 8x8 lowest
 frequencies), a multi-index search finds the keys within `KEY_THRESHOLD` bits,
 and only those pairs are compared in full. A 64-bit hash alone is too weak for
 a large corpus: among 150,000 photos even random 64-bit hashes meet within 11
-bits thousands of times. scripts/near_duplicate_tuning.py measured both
+bits thousands of times. benchmarks/near_duplicate_tuning.py measured both
 thresholds on real photos.
 """
 
@@ -44,7 +44,7 @@ REGIONS = (
     (CROP, CROP, 0, 0), (0, CROP, CROP, 0), (0, 0, CROP, CROP), (CROP, 0, 0, CROP),
 )
 # Copies of every kind measured within 36 of 255 bits, distinct photos at 78
-# or more; their keys within 8 of 64 bits. See scripts/near_duplicate_tuning.py.
+# or more; their keys within 8 of 64 bits. See benchmarks/near_duplicate_tuning.py.
 THRESHOLD = 56
 KEY_THRESHOLD = 8
 

@@ -65,7 +65,7 @@ there):
 The pixel scores read nearest-neighbour samples of the scan's pixels (a subset
 of them, never averages, which would hide blur): 128 px on the long side for
 the Laplacian, 96 px for the rest. They cost about a quarter of a millisecond
-of one core per photo; `scripts/quality_cost.py` measures it (docs/data-quality.md, "Quality
+of one core per photo; `benchmarks/quality_cost.py` measures it (docs/data-quality.md, "Quality
 flags").
 """
 

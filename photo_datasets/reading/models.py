@@ -1,7 +1,7 @@
 """The example models of `photo_datasets.train`, and the uint8-to-float layer.
 
 Keras only (no TensorFlow import), so they also run on any Keras 3 backend,
-e.g. to measure what a GPU consumes (`scripts/gpu_demand.py`).
+e.g. to measure what a GPU consumes (`benchmarks/gpu_demand.py`).
 """
 
 from __future__ import annotations

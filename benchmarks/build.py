@@ -1,6 +1,6 @@
 """Build throughput of `korean_food` against a naive one-core PIL loop, and memory.
 
-  python scripts/benchmark.py [--photos DIR] [--images 3000] [--rss 10000 40000]
+  python benchmarks/build.py [--photos DIR] [--images 3000] [--rss 10000 40000]
 
 Photos come from DIR (any layout the builder reads: kfood.zip, group zips or
 an extracted tree) or from `photo_datasets.testing.benchmark_corpus`, in a kfood.zip of

@@ -1,6 +1,6 @@
 """What the tf.data service costs and gives: `training_dataset` in-process vs through the service.
 
-  python scripts/data_service_benchmark.py [--photos DIR] [--images 2000] [--batch_size 64]
+  python benchmarks/data_service.py [--photos DIR] [--images 2000] [--batch_size 64]
       [--repeats 3] [--workdir DIR] [--json out.json]
 
 On the same photos, in one run, `pipeline.training_dataset("korean_food/224",

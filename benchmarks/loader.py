@@ -1,6 +1,6 @@
 """Input-pipeline throughput: images per second that reach `model.fit`, side by side.
 
-  python scripts/loader_benchmark.py [--photos DIR_OR_ZIP] [--images 2000] [--batch_size 64]
+  python benchmarks/loader.py [--photos DIR_OR_ZIP] [--images 2000] [--batch_size 64]
       [--repeats 3] [--loaders KEY ...] [--keras] [--shards] [--workdir DIR] [--json out.json] [--png out.png]
 
 On the same photos, in one run, every loader delivers batches of 224x224

@@ -1,6 +1,6 @@
 """The report page at the size of the full Korean food corpus: its file size and render time.
 
-  python scripts/report_page_scale.py [--photos 150000] [--out /tmp/report_scale.html] [--records]
+  python benchmarks/report_page_scale.py [--photos 150000] [--out /tmp/report_scale.html] [--records]
 
 Simulates the report data of a build of `--photos` photos in korean_food's 150
 classes (per-class counts from 300 to 1,500, 80/10/10 splits, 1.3 % skipped,

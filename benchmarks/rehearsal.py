@@ -1,6 +1,6 @@
 """A build of the whole corpus as a user runs it: full size, real layout, plain `tfds build`.
 
-  python scripts/rehearsal.py [--workdir /tmp/rehearsal] [--photos 150513] [--keep]
+  python benchmarks/rehearsal.py [--workdir /tmp/rehearsal] [--photos 150513] [--keep]
 
 Makes a `kfood.zip` like AIHub's from `photo_datasets.testing.benchmark_corpus`
 (realistic photos made from the real ones in ../shared/realdata, generated

@@ -7,7 +7,7 @@ whether the rule groups them; then the distances between distinct photos, the
 false-merge rate per threshold, and the closest pairs among the kfood photos.
 The photos are read in place, never copied.
 
-  python scripts/near_duplicate_tuning.py [--json] [--kfood DIR] [--flowers DIR]
+  python benchmarks/near_duplicate_tuning.py [--json] [--kfood DIR] [--flowers DIR]
 """
 
 from __future__ import annotations

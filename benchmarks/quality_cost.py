@@ -1,6 +1,6 @@
 """CPU time of the quality flags per photo, as the scan pays it.
 
-  python scripts/quality_cost.py [--photos 300] [--repeats 5]
+  python benchmarks/quality_cost.py [--photos 300] [--repeats 5]
 
 Makes `--photos` photos of `photo_datasets.testing.benchmark_corpus` (mosaics of the
 real photos in ../shared/realdata at AIHub's sizes and JPEG qualities where

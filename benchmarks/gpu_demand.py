@@ -1,9 +1,9 @@
 """How many 224x224 uint8 images per second `model.fit` consumes on this
 machine's accelerator, for the example models of `photo_datasets.train`.
 
-  KERAS_BACKEND=jax python scripts/gpu_demand.py [--steps 60] [--json out.json]
+  KERAS_BACKEND=jax python benchmarks/gpu_demand.py [--steps 60] [--json out.json]
 
-Compare it with what the input pipeline delivers (`scripts/loader_benchmark.py`):
+Compare it with what the input pipeline delivers (`benchmarks/loader.py`):
 where the model consumes more, training is input-bound. Needs Keras 3 and a
 backend (JAX, PyTorch or TensorFlow), not TensorFlow itself: the batches are
 random uint8 arrays in host memory, fed as tf.data would feed them. Also times
