@@ -32,13 +32,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import pathlib
 import select
-import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import time
@@ -51,8 +48,9 @@ import tensorflow as tf  # noqa: E402
 import tensorflow_datasets as tfds  # noqa: E402
 
 import korean_food  # noqa: E402,F401  (registers the builder)
-from photo_datasets import data_service, pipeline, testing  # noqa: E402
-from photo_datasets.testing import benchmark_corpus
+from photo_datasets import data_service, pipeline  # noqa: E402
+
+import harness  # noqa: E402  (benchmarks/harness.py, beside this script)
 
 NAME = "korean_food/224"
 SPLIT = "all"
@@ -101,7 +99,7 @@ class LocalService:
         stdout=subprocess.PIPE, stderr=log))
 
   def cpu_seconds(self) -> float:
-    return sum(_process_cpu_seconds(process.pid) for process in self.processes)
+    return sum(harness.process_cpu_seconds(process.pid) for process in self.processes)
 
   def stop(self) -> None:
     for process in self.processes:
@@ -109,43 +107,9 @@ class LocalService:
       process.wait()
 
 
-def _process_cpu_seconds(pid: int) -> float:
-  """User + system CPU seconds of process `pid` (every thread), from /proc."""
-  try:
-    with open(f"/proc/{pid}/stat") as stat:
-      fields = stat.read().rsplit(")", 1)[1].split()
-  except OSError:
-    return 0.0
-  return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def photos_dir(photos: str | None, workdir: str, count: int) -> tuple[str, str]:
   """(folder the builder reads, the corpus's name)."""
-  if photos:
-    return photos, f"--photos {photos}"
-  name = benchmark_corpus.corpus_name()
-  root = os.path.join(workdir, f"{name.split()[0]}_{count}")
-  if not os.path.exists(os.path.join(root, "COMPLETE")):
-    shutil.rmtree(root, ignore_errors=True)
-    print(f"making {count} {name} photos in {root} ...", flush=True)
-    benchmark_corpus.write_kfood_zip(root, count)
-    open(os.path.join(root, "COMPLETE"), "w").close()
-  return root, name
-
-
-def built(source: str, workdir: str) -> tuple[str, float]:
-  """(data dir with korean_food/224 built from `source`, build seconds; 0 when kept from before)."""
-  data_dir = os.path.join(workdir, "data")
-  marker = os.path.join(data_dir, "SOURCE")
-  if os.path.exists(marker) and open(marker).read() == source:
-    return data_dir, 0.0
-  shutil.rmtree(data_dir, ignore_errors=True)
-  tfds.disable_progress_bar()
-  start = time.perf_counter()
-  testing.build(NAME, data_dir, source)
-  with open(marker, "w") as out:
-    out.write(source)
-  return data_dir, time.perf_counter() - start
+  return (photos, f"--photos {photos}") if photos else harness.made_corpus(workdir, count)
 
 
 def _unwatched(make: Callable[[], tf.data.Dataset]) -> Callable[[], tf.data.Dataset]:
@@ -210,27 +174,23 @@ def measure(makers: dict[str, Callable[[], tf.data.Dataset]], services: dict[str
   datasets = {key: make() for key, make in makers.items()}
   for ds in datasets.values():
     epoch(ds, WARMUP_BATCHES)
-  results: dict[str, dict[str, Any]] = {
-      key: {"rates": [], "steady_rates": [], "first_batch_s": [], "end_wait_s": [], "cpu_seconds": []}
-      for key in makers}
-  for _ in range(repeats):
-    for key, ds in datasets.items():
+
+  def row(key: str) -> Callable[[], dict[str, float]]:
+    def run() -> dict[str, float]:
       service = services[key]
       cpu_before = time.process_time() + (service.cpu_seconds() if service else 0.0)
-      timed = epoch(ds)
+      timed = epoch(datasets[key])
       cpu = time.process_time() + (service.cpu_seconds() if service else 0.0) - cpu_before
-      result = results[key]
-      result["images"] = timed.images
-      result["rates"].append(round(timed.rate, 1))
-      result["steady_rates"].append(round(timed.steady_rate(batch_size), 1))
-      result["first_batch_s"].append(round(timed.first_s, 3))
-      result["end_wait_s"].append(round(timed.end_s - timed.last_s, 3))
-      result["cpu_seconds"].append(round(cpu, 2))
+      return {"images": timed.images, "rates": round(timed.rate, 1),
+              "steady_rates": round(timed.steady_rate(batch_size), 1), "first_batch_s": round(timed.first_s, 3),
+              "end_wait_s": round(timed.end_s - timed.last_s, 3), "cpu_seconds": round(cpu, 2)}
+    return run
+
+  results = harness.in_turns({key: row(key) for key in makers}, repeats)
   for result in results.values():
-    for field in ("rates", "steady_rates", "first_batch_s", "end_wait_s"):
-      result[f"median_{field}"] = statistics.median(result[field])
+    result["images"] = result["images"][-1]
     result["median"] = result["median_rates"]
-    result["per_cpu_second"] = round(result["images"] / statistics.median(result["cpu_seconds"]), 1)
+    result["per_cpu_second"] = round(result["images"] / result["median_cpu_seconds"], 1)
   return results
 
 
@@ -271,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
   args = parser.parse_args(argv)
   os.makedirs(args.workdir, exist_ok=True)
   source, corpus = photos_dir(args.photos, args.workdir, args.images)
-  data_dir, build_seconds = built(source, args.workdir)
+  data_dir, build_seconds = harness.built(NAME, source, args.workdir)
   photos = tfds.builder(NAME, data_dir=data_dir).info.splits[SPLIT].num_examples
   log_dir = os.path.join(args.workdir, "logs")
   os.makedirs(log_dir, exist_ok=True)
@@ -285,23 +245,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
               "service_1_unwatched": _unwatched(make(one)), "service_2": make(two)}
     services = {"in_process": None, "service_1": one, "service_1_compressed": one, "service_1_unwatched": one,
                 "service_2": two}
-    load_before = [round(x, 2) for x in os.getloadavg()]
+    load_before = harness.load_average()
     results = measure(makers, services, args.repeats, args.batch_size)
-    load_after = [round(x, 2) for x in os.getloadavg()]
+    load_after = harness.load_average()
   finally:
     one.stop()
     two.stop()
   report = {
-      "command": " ".join(["data_service_benchmark.py", *(argv if argv is not None else sys.argv[1:])]),
-      "source": f"{corpus} in {source}", "photos": photos, "batch_size": args.batch_size,
+      "machine": harness.machine(), "source": f"{corpus} in {source}", "photos": photos, "batch_size": args.batch_size,
       "repeats": args.repeats, "build_seconds": round(build_seconds, 1), "cores": len(os.sched_getaffinity(0)),
       "load_before": load_before, "load_after": load_after, "rows": results,
   }
   print(table(report))
-  out = args.json or os.path.join(args.workdir, "data_service_benchmark.json")
-  with open(out, "w") as file:
-    json.dump(report, file, indent=1)
-  print(f"results: {out}")
+  harness.write_json(report, args.json or os.path.join(args.workdir, "data_service_benchmark.json"))
   return report
 
 
