@@ -114,10 +114,13 @@ def model_rate(model: keras.Model, batch_size: int, image_size: int, num_classes
 
 
 def load_model(model: str, num_classes: int, image_size: int) -> keras.Model:
-  """One of `models.MODELS`, built for the dataset, or a saved `.keras` model
-  taking uint8 (B, S, S, 3); compiled for sparse labels if it is not."""
+  """One of `models.MODELS`, built for the dataset with the dtype policy
+  `photo_datasets.train` would use here (mixed precision on a GPU), or a saved
+  `.keras` model taking uint8 (B, S, S, 3); compiled for sparse labels if it is not."""
   if model in MODELS:
-    built = build_model(model, num_classes, image_size)
+    from photo_datasets import train  # Its dtype policy, so the doctor measures what training runs.
+    with train.global_dtype_policy(train.dtype_policy("auto")):
+      built = build_model(model, num_classes, image_size)
   elif model.endswith(".keras") and os.path.isfile(model):
     built = keras.saving.load_model(model)
     shape = tuple(built.input_shape[1:])
