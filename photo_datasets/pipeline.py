@@ -392,7 +392,8 @@ class _Reader:
     left by a killed process (its lockfile) is discarded."""
     config = self.builder.builder_config.name
     _, pipelines, index, _ = self._part()
-    what = "centred" if decode == self.centred and self.stored_size is None else "decoded"
+    # Training and evaluation apart: Keras validates while training's iterator, which may still hold its lock, lives.
+    what = "evaluation" if decode == self.centred else "training"
     part = f"_part{index}of{pipelines}" if pipelines > 1 else ""
     split = re.sub(r"[^A-Za-z0-9]+", "_", self.split).strip("_")
     prefix = os.path.join(directory, f"{self.builder.name}_{config}_{self.builder.version}_{split}_"

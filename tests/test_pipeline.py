@@ -348,9 +348,26 @@ def test_a_disk_cache_survives_an_epoch_cut_short(kfood_dir, tmp_path):
   assert not any(".index" in file or ".lockfile" in file for file in _cache_files(directory))
   seen = [image for images, _ in tfds.as_numpy(ds) for image in images]
   assert len(seen) == 33 and all(i.tobytes() in expected or i[:, ::-1].tobytes() in expected for i in seen)
-  # The cache holds every image once, in stored order: evaluation reads the same files.
-  assert _images(pipeline.evaluation_dataset("korean_food/64", split="train", data_dir=kfood_dir,
-                                             cache=directory)) == expected
+  assert any(file.endswith(".index") for file in _cache_files(directory))
+  # A new pipeline reads the files: every image once, in stored order (no shuffle buffer), some mirrored.
+  again = pipeline.training_dataset("korean_food/64", batch_size=1, data_dir=kfood_dir, cache=directory,
+                                    shuffle_buffer=0, seed=1)
+  read = [image for images, _ in tfds.as_numpy(again) for image in images]
+  assert len(read) == 33
+  assert all(i.tobytes() == e or i[:, ::-1].tobytes() == e for i, e in zip(read, expected, strict=True))
+
+
+def test_model_fit_trains_and_validates_on_disk_caches_of_one_split(kfood_dir, tmp_path):
+  directory = os.fspath(tmp_path / "cache")
+  train = pipeline.training_dataset("korean_food/64", batch_size=8, data_dir=kfood_dir, seed=0, cache=directory)
+  validation = pipeline.evaluation_dataset("korean_food/64", split="train", batch_size=8, data_dir=kfood_dir,
+                                           cache=directory)
+  model = keras.Sequential([keras.Input((64, 64, 3), dtype="uint8"), keras.layers.Rescaling(1 / 255),
+                            keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(150)])
+  model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  history = model.fit(train, validation_data=validation, epochs=2, verbose=0)
+  assert len(history.history["val_loss"]) == 2 and np.isfinite(history.history["loss"]).all()
+  assert sum(file.endswith(".index") for file in _cache_files(directory)) == 2  # one each, both complete
 
 
 def test_a_disk_cache_fill_killed_with_its_process_is_discarded(kfood_dir, tmp_path):
