@@ -33,8 +33,15 @@ The tf.data choices, in one place:
 * decoding and augmentation run with `num_parallel_calls=AUTOTUNE`, in any
   order (`deterministic=False`) for shuffled training without a seed, in
   order otherwise; evaluation keeps the stored order and drops nothing;
-* nothing is cached (TFDS's automatic cache, which holds decoded images, is
-  off): TFRecords are read faster than a model trains;
+* nothing is cached unless asked (TFDS's automatic cache is off). With
+  `cache="memory"` or `cache=DIR`, the deterministic part is cached: a sized
+  config's decoded images (at `image_size`), read once in stored order, then
+  shuffled (`shuffle_buffer` decoded examples) and flipped anew every epoch;
+  `full`'s evaluation crops. `full`'s training crops differ every epoch, so
+  its training refuses a cache (docs/reading.md says why). A memory cache is
+  refused when its estimate exceeds half the free memory; a disk cache is kept
+  only once an epoch has read it whole (tf.data's rule), and a fill killed
+  with its process is discarded by the next pipeline that opens it;
 * training batches drop the remainder, so every batch has the same shape;
 * prefetch last (`AUTOTUNE`).
 
@@ -45,6 +52,9 @@ off the GPUs so the model has their memory.
 
 from __future__ import annotations
 
+import os
+import re
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -65,6 +75,10 @@ CROP_ATTEMPTS = 10
 _DCT_RATIOS = (1, 2, 4, 8)  # The scales libjpeg decodes at directly.
 _SEEDS = 2**62
 _INTERLEAVE_FILES, _INTERLEAVE_RECORDS = 16, 16
+# A memory cache may take at most this share of the memory free when it is made,
+# or the megabytes in this environment variable.
+MEMORY_CACHE_SHARE = 0.5
+MEMORY_CACHE_LIMIT_ENV = "PHOTO_DATASETS_MEMORY_CACHE_MB"
 
 
 
@@ -79,6 +93,7 @@ def training_dataset(
     seed: int | None = None,
     input_context: tf.distribute.InputContext | None = None,
     data_service: str | None = None,
+    cache: str | None = None,
 ) -> tf.data.Dataset:
   """Shuffled, augmented, batched, prefetched `(images, labels)` for `model.fit`.
 
@@ -100,6 +115,12 @@ def training_dataset(
     data_service: `"grpc://HOST:PORT"` of a tf.data service dispatcher: the
       reading, decoding and augmentation run on its workers
       (`photo_datasets.data_service`), which stream the batches here.
+    cache: `None` (read and decode every epoch), `"memory"`, or a directory
+      for a disk cache (a local disk): the decoded images of a sized config
+      are kept after the first epoch, which must be read whole; later epochs
+      are still shuffled (in a buffer of `shuffle_buffer` decoded examples)
+      and flipped anew. Refused for `full` (crops differ every epoch), with
+      `data_service`, and for a memory cache larger than half the free memory.
 
   Returns:
     A `tf.data.Dataset` of `(uint8 images (B, S, S, 3), int64 labels (B,))`,
@@ -109,24 +130,34 @@ def training_dataset(
     ValueError: on a bad argument, naming it.
   """
   _check_counts(batch_size=batch_size, shuffle_buffer=shuffle_buffer)
+  _check_cache(cache, data_service)
   reader = _Reader(name, split, data_dir, image_size, input_context, served=data_service is not None)
   batch = reader.batch_size(batch_size)
+  if cache is not None and reader.stored_size is None:
+    raise ValueError(
+        f"cache= is for sized configs and evaluation: {name}'s training crops are drawn anew every epoch, so "
+        f"only the stored JPEGs would repeat, and their decoding is the cost (docs/reading.md). Train from a "
+        f"sized config with cache= (e.g. '{reader.builder.name}/{image_size or 224}'), or without cache.")
+  decoded = reader.cached(cache, reader.decoded) if cache is not None else None
   augment = reader.cropped if reader.stored_size is None else reader.flipped
 
   def batches(seed: int | tf.Tensor | None) -> tf.data.Dataset:
-    ds = reader.records(shuffle_files=True, seed=seed)
+    ds = reader.records(shuffle_files=True, seed=seed) if decoded is None else decoded
     if shuffle_buffer:
       ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     deterministic = seed is not None or not shuffle_buffer
+
+    def augmented(element: Any, seeds: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+      return augment(reader.parse(element), seeds) if decoded is None else _flip(element[0], element[1], seeds)
+
     if seed is None:
       # The stateless ops' seeds drawn in the map: cheaper than a dataset zipped in.
-      ds = ds.map(lambda record: augment(reader.parse(record), tf.random.uniform([2], maxval=_SEEDS, dtype=tf.int64)),
+      ds = ds.map(lambda *element: augmented(_one(element), tf.random.uniform([2], maxval=_SEEDS, dtype=tf.int64)),
                   num_parallel_calls=AUTOTUNE, deterministic=deterministic)
     else:
       # Seeds repeatable whatever the parallelism, different every epoch.
       seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
-      ds = tf.data.Dataset.zip(ds, seeds).map(lambda record, seeds: augment(reader.parse(record), seeds),
-                                              num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+      ds = tf.data.Dataset.zip(ds, seeds).map(augmented, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
     # Served, each worker keeps its remainder and the trainer regroups the batches.
     return ds.batch(batch, drop_remainder=data_service is None)
 
@@ -147,6 +178,7 @@ def evaluation_dataset(
     data_dir: str | None = None,
     input_context: tf.distribute.InputContext | None = None,
     data_service: str | None = None,
+    cache: str | None = None,
 ) -> tf.data.Dataset:
   """Batched, prefetched `(images, labels)` for `model.evaluate` and validation.
 
@@ -154,7 +186,8 @@ def evaluation_dataset(
   `full`) centre-cropped to a square and resized to `image_size`. Nothing is
   dropped: the last batch may be smaller.
 
-  Args: as `training_dataset`, without shuffling and seed.
+  Args: as `training_dataset`, without shuffling and seed. `cache=` keeps the
+  images as they are batched (for `full` too: its evaluation crops are fixed).
 
   Returns:
     A `tf.data.Dataset` of `(uint8 images (B, S, S, 3), int64 labels (B,))`.
@@ -163,9 +196,13 @@ def evaluation_dataset(
     ValueError: on a bad argument, naming it.
   """
   _check_counts(batch_size=batch_size, shuffle_buffer=0)
+  _check_cache(cache, data_service)
   reader = _Reader(name, split, data_dir, image_size, input_context, served=data_service is not None)
-  ds = reader.records(shuffle_files=False).map(lambda record: reader.centred(reader.parse(record)),
-                                               num_parallel_calls=AUTOTUNE)
+  if cache is not None:
+    ds = reader.cached(cache, reader.centred)
+  else:
+    ds = reader.records(shuffle_files=False).map(lambda record: reader.centred(reader.parse(record)),
+                                                 num_parallel_calls=AUTOTUNE)
   batch = reader.batch_size(batch_size)
   ds = ds.batch(batch)
   return _served(ds, data_service, reader, training=False, seed=None, batch_size=batch).prefetch(AUTOTUNE)
@@ -219,6 +256,57 @@ def _check_counts(*, batch_size: int, shuffle_buffer: int) -> None:
     raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer!r}.")
 
 
+def _check_cache(cache: str | None, data_service: str | None) -> None:
+  if cache is None:
+    return
+  if not isinstance(cache, str) or not cache:
+    raise ValueError(f"cache must be None, 'memory' or a directory, got {cache!r}.")
+  if data_service is not None:
+    raise ValueError(
+        "cache= cannot be used with data_service: every epoch is a new job on the tf.data service workers, "
+        "and the dispatcher hands each record file to whichever worker asks first, so no worker would find "
+        "its cache filled. Add workers instead, or read in-process with cache=.")
+
+
+def memory_cache_limit() -> int:
+  """The bytes a memory cache may take: `MEMORY_CACHE_SHARE` of the memory
+  free now (`MemAvailable`), or `PHOTO_DATASETS_MEMORY_CACHE_MB` megabytes."""
+  if os.environ.get(MEMORY_CACHE_LIMIT_ENV):
+    return int(float(os.environ[MEMORY_CACHE_LIMIT_ENV]) * 2**20)
+  return int(free_memory() * MEMORY_CACHE_SHARE)
+
+
+def free_memory() -> int:
+  """Bytes of memory free for a new allocation (Linux's `MemAvailable`, else free pages)."""
+  try:
+    with open("/proc/meminfo") as meminfo:
+      for line in meminfo:
+        if line.startswith("MemAvailable:"):
+          return int(line.split()[1]) * 1024
+  except OSError:
+    pass
+  return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _one(element: tuple[Any, ...]) -> Any:
+  """A map's arguments as one value: a record alone, a decoded example as its tuple."""
+  return element[0] if len(element) == 1 else element
+
+
+def _flip(image: tf.Tensor, label: tf.Tensor, seeds: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+  return tf.image.stateless_random_flip_left_right(image, seed=seeds), label
+
+
+def _pid_alive(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:  # Someone else's: alive.
+    pass
+  return True
+
+
 def _leave_accelerators_to_keras() -> None:
   """With Keras on JAX or PyTorch, tf.data only feeds it (Keras converts the
   batches): keep TensorFlow off the GPUs, where it would reserve their memory."""
@@ -266,6 +354,64 @@ class _Reader:
     per_worker: int = self.input_context.get_per_replica_batch_size(global_batch_size)
     return per_worker
 
+  def _part(self) -> tuple[list[Any], int, int, bool]:
+    """(file instructions, pipelines, this pipeline's index, whole files each) of this pipeline's part."""
+    instructions = list(self.builder.info.splits[self.split].file_instructions)
+    context = self.input_context
+    pipelines, index = (context.num_input_pipelines, context.input_pipeline_id) if context else (1, 0)
+    by_file = pipelines > 1 and len(instructions) >= pipelines
+    if by_file:
+      instructions = instructions[index::pipelines]
+    return instructions, pipelines, index, by_file
+
+  def examples(self) -> int:
+    """How many examples this input pipeline reads of the split."""
+    instructions, pipelines, index, by_file = self._part()
+    total = sum(i.take for i in instructions)
+    return total if by_file or pipelines == 1 else len(range(index, total, pipelines))
+
+  def cached(self, cache: str, decode: Callable[[dict[str, Any]], tuple[tf.Tensor, tf.Tensor]]) -> tf.data.Dataset:
+    """This pipeline's part, in stored order, `decode`d and cached in memory or under the directory `cache`."""
+    ds = self.records(shuffle_files=False).map(lambda record: decode(self.parse(record)),
+                                               num_parallel_calls=AUTOTUNE)
+    needed = self.examples() * (self.size * self.size * 3 + 64)  # Pixels, and a label and headers.
+    if cache == "memory":
+      limit = memory_cache_limit()
+      if needed > limit:
+        raise ValueError(
+            f"cache='memory' refused: {self.builder.name}/{self.builder.builder_config.name} split "
+            f"{self.split!r} needs about {needed / 2**30:.2f} GiB ({self.examples():,} images of "
+            f"{self.size}x{self.size}x3 uint8), more than the {limit / 2**30:.2f} GiB allowed (half the "
+            f"{free_memory() / 2**30:.2f} GiB free, or ${MEMORY_CACHE_LIMIT_ENV}). Use cache=DIRECTORY "
+            f"on a local disk, a smaller image_size, or a part of the split.")
+      return ds.cache()
+    return ds.cache(self._cache_prefix(cache, decode))
+
+  def _cache_prefix(self, directory: str, decode: Callable[..., Any]) -> str:
+    """The files' prefix in `directory`, named for what they hold; a fill
+    left by a killed process (its lockfile) is discarded."""
+    config = self.builder.builder_config.name
+    _, pipelines, index, _ = self._part()
+    # Training and evaluation apart: Keras validates while training's iterator, which may still hold its lock, lives.
+    what = "evaluation" if decode == self.centred else "training"
+    part = f"_part{index}of{pipelines}" if pipelines > 1 else ""
+    split = re.sub(r"[^A-Za-z0-9]+", "_", self.split).strip("_")
+    prefix = os.path.join(directory, f"{self.builder.name}_{config}_{self.builder.version}_{split}_"
+                                     f"{what}{self.size}{part}")
+    tf.io.gfile.makedirs(directory)
+    owner, lockfile = f"{prefix}.owner", f"{prefix}_0.lockfile"
+    if tf.io.gfile.exists(lockfile) and tf.io.gfile.exists(owner):
+      host, _, pid = tf.io.gfile.GFile(owner).read().partition(":")
+      if host != socket.gethostname() or _pid_alive(int(pid)):
+        raise ValueError(f"the disk cache {prefix} is being filled by process {pid} on {host}: wait for it, "
+                         f"or give another cache directory (delete {lockfile} if that process is gone).")
+      for stale in tf.io.gfile.glob(f"{prefix}_0.*"):  # Its lockfile and partial data.
+        tf.io.gfile.remove(stale)
+    if not tf.io.gfile.exists(f"{prefix}.index"):
+      with tf.io.gfile.GFile(owner, "w") as out:
+        out.write(f"{socket.gethostname()}:{os.getpid()}")
+    return prefix
+
   def records(self, *, shuffle_files: bool, seed: int | tf.Tensor | None = None) -> tf.data.Dataset:
     """The serialized examples of this input pipeline's part of the split.
 
@@ -274,12 +420,7 @@ class _Reader:
     sees `tfds.load`'s order. Each pipeline of an `input_context` reads
     whole files when there are at least as many as pipelines, else every
     n-th example."""
-    instructions = list(self.builder.info.splits[self.split].file_instructions)
-    context = self.input_context
-    pipelines, index = (context.num_input_pipelines, context.input_pipeline_id) if context else (1, 0)
-    by_file = pipelines > 1 and len(instructions) >= pipelines
-    if by_file:
-      instructions = instructions[index::pipelines]
+    instructions, pipelines, index, by_file = self._part()
     files = tf.data.Dataset.from_tensor_slices((
         [i.filename for i in instructions],
         tf.constant([i.skip for i in instructions], tf.int64),
@@ -358,8 +499,7 @@ class _Reader:
 
   def flipped(self, example: dict[str, Any], seeds: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     """Training on a sized config: the stored image, flipped at random."""
-    image, label = self.decoded(example)
-    return tf.image.stateless_random_flip_left_right(image, seed=seeds), label
+    return _flip(*self.decoded(example), seeds)
 
   def centred(self, example: dict[str, Any]) -> tuple[tf.Tensor, tf.Tensor]:
     """Evaluation: the centre square of the crop box (or photo), resized."""

@@ -277,3 +277,141 @@ def test_half_the_stored_size_is_decoded_at_reduced_dct_scale(data_dir):
 def test_a_config_not_built_is_named(tmp_path):
   with pytest.raises(ValueError, match=r"flowers_dataset/64 is not built .*tfds build flowers_dataset --config 64"):
     pipeline.training_dataset("flowers_dataset/64", data_dir=os.fspath(tmp_path))
+
+
+# ---------------------------------------------------------------------------
+# cache=: the decoded images kept after the first epoch.
+
+
+def _cache_files(directory) -> list[str]:
+  return sorted(path.name for path in pathlib.Path(directory).iterdir())
+
+
+@pytest.mark.parametrize("name, image_size", [("korean_food/64", None), ("korean_food/64", 32),
+                                              ("korean_food/full", 48)])
+def test_cached_evaluation_equals_uncached_in_memory_and_on_disk(kfood_dir, tmp_path, name, image_size):
+  def evaluation(cache):
+    return pipeline.evaluation_dataset(name, split="train", batch_size=8, image_size=image_size, data_dir=kfood_dir,
+                                       cache=cache)
+
+  uncached = _images(evaluation(None))
+  labels = _epoch_labels(evaluation(None))
+  for cache in ("memory", os.fspath(tmp_path / "cache")):
+    ds = evaluation(cache)
+    assert _images(ds) == uncached and _images(ds) == uncached  # the filling epoch, then the cache
+    assert _epoch_labels(ds) == labels
+  assert any(file.endswith(".index") for file in _cache_files(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize("cache", ["memory", "disk"])
+def test_cached_training_epochs_are_shuffled_and_flipped_anew(kfood_dir, tmp_path, cache):
+  directory = os.fspath(tmp_path / "cache")
+  ds = pipeline.training_dataset("korean_food/64", batch_size=4, data_dir=kfood_dir, seed=2,
+                                 cache="memory" if cache == "memory" else directory)
+  stored = {image.numpy().tobytes(): image.numpy() for image, _ in tfds.load(
+      "korean_food/64", split="train", data_dir=kfood_dir, as_supervised=True)}
+  epochs = [[image for images, _ in tfds.as_numpy(ds) for image in images] for _ in range(3)]
+  assert len(epochs[0]) == 32  # 33 examples, the incomplete batch dropped
+  for seen in epochs:
+    for image in seen:  # each the stored image, or its mirror
+      assert image.tobytes() in stored or image[:, ::-1].tobytes() in stored
+  as_bytes = [[image.tobytes() for image in seen] for seen in epochs]
+  assert as_bytes[0] != as_bytes[1] != as_bytes[2]
+  # The same seed repeats the epochs, from the cache as on the filling run.
+  again = pipeline.training_dataset("korean_food/64", batch_size=4, data_dir=kfood_dir, seed=2,
+                                    cache="memory" if cache == "memory" else directory)
+  assert [image.tobytes() for images, _ in tfds.as_numpy(again) for image in images] == as_bytes[0]
+
+
+def test_a_memory_cache_larger_than_the_limit_is_refused_saying_both_sizes(kfood_dir, monkeypatch):
+  monkeypatch.setenv(pipeline.MEMORY_CACHE_LIMIT_ENV, "0.1")  # 33 images of 64x64x3 need 0.39 MiB.
+  for make in (pipeline.training_dataset, pipeline.evaluation_dataset):
+    with pytest.raises(ValueError, match=r"cache='memory' refused: .* needs about 0\.00 GiB \(33 images of "
+                                         r"64x64x3 uint8\), more than the 0\.00 GiB allowed"):
+      make("korean_food/64", split="train", data_dir=kfood_dir, cache="memory")
+  monkeypatch.setenv(pipeline.MEMORY_CACHE_LIMIT_ENV, "1")
+  assert len(_images(pipeline.evaluation_dataset("korean_food/64", split="train", data_dir=kfood_dir,
+                                                 cache="memory"))) == 33
+  monkeypatch.delenv(pipeline.MEMORY_CACHE_LIMIT_ENV)
+  assert 0 < pipeline.memory_cache_limit() <= pipeline.free_memory()
+
+
+def test_a_disk_cache_survives_an_epoch_cut_short(kfood_dir, tmp_path):
+  directory = os.fspath(tmp_path / "cache")
+  expected = _images(pipeline.evaluation_dataset("korean_food/64", split="train", data_dir=kfood_dir))
+  # No shuffle buffer, so the first batch does not read the whole split ahead.
+  ds = pipeline.training_dataset("korean_food/64", batch_size=1, data_dir=kfood_dir, cache=directory,
+                                 shuffle_buffer=0)
+  iterator = iter(ds)
+  next(iterator)
+  del iterator  # tf.data discards the partial fill
+  assert not any(".index" in file or ".lockfile" in file for file in _cache_files(directory))
+  seen = [image for images, _ in tfds.as_numpy(ds) for image in images]
+  assert len(seen) == 33 and all(i.tobytes() in expected or i[:, ::-1].tobytes() in expected for i in seen)
+  assert any(file.endswith(".index") for file in _cache_files(directory))
+  # A new pipeline reads the files: every image once, in stored order (no shuffle buffer), some mirrored.
+  again = pipeline.training_dataset("korean_food/64", batch_size=1, data_dir=kfood_dir, cache=directory,
+                                    shuffle_buffer=0, seed=1)
+  read = [image for images, _ in tfds.as_numpy(again) for image in images]
+  assert len(read) == 33
+  assert all(i.tobytes() == e or i[:, ::-1].tobytes() == e for i, e in zip(read, expected, strict=True))
+
+
+def test_model_fit_trains_and_validates_on_disk_caches_of_one_split(kfood_dir, tmp_path):
+  directory = os.fspath(tmp_path / "cache")
+  train = pipeline.training_dataset("korean_food/64", batch_size=8, data_dir=kfood_dir, seed=0, cache=directory)
+  validation = pipeline.evaluation_dataset("korean_food/64", split="train", batch_size=8, data_dir=kfood_dir,
+                                           cache=directory)
+  model = keras.Sequential([keras.Input((64, 64, 3), dtype="uint8"), keras.layers.Rescaling(1 / 255),
+                            keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(150)])
+  model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  history = model.fit(train, validation_data=validation, epochs=2, verbose=0)
+  assert len(history.history["val_loss"]) == 2 and np.isfinite(history.history["loss"]).all()
+  assert sum(file.endswith(".index") for file in _cache_files(directory)) == 2  # one each, both complete
+
+
+def test_a_disk_cache_fill_killed_with_its_process_is_discarded(kfood_dir, tmp_path):
+  directory = os.fspath(tmp_path / "cache")
+  fill_and_die = (
+      "import os, signal, korean_food\n"
+      "from photo_datasets import pipeline\n"
+      f"ds = pipeline.evaluation_dataset('korean_food/64', split='train', batch_size=2, data_dir={kfood_dir!r}, "
+      f"cache={directory!r})\n"
+      "it = iter(ds); next(it); next(it)\n"
+      "os.kill(os.getpid(), signal.SIGKILL)\n")
+  import subprocess
+  import sys
+  run = subprocess.run([sys.executable, "-c", fill_and_die], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+  assert run.returncode == -9, run.stderr[-2000:]
+  assert any(file.endswith(".lockfile") for file in _cache_files(directory))  # what tf.data left
+  expected = _images(pipeline.evaluation_dataset("korean_food/64", split="train", data_dir=kfood_dir))
+  ds = pipeline.evaluation_dataset("korean_food/64", split="train", data_dir=kfood_dir, cache=directory)
+  assert _images(ds) == expected and _images(ds) == expected
+  assert not any(file.endswith(".lockfile") or "tempstate" in file for file in _cache_files(directory))
+
+
+def test_each_input_pipeline_caches_its_own_part(kfood_dir, tmp_path):
+  directory = os.fspath(tmp_path / "cache")
+  parts = []
+  for worker in range(2):
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=worker, num_replicas_in_sync=2)
+    ds = pipeline.evaluation_dataset("korean_food/64", split="train", batch_size=4, data_dir=kfood_dir,
+                                     input_context=context, cache=directory)
+    parts.append(_images(ds))
+    assert _images(ds) == parts[-1]
+  everything = _images(pipeline.evaluation_dataset("korean_food/64", split="train", data_dir=kfood_dir))
+  assert sorted(parts[0] + parts[1]) == sorted(everything) and not set(parts[0]) & set(parts[1])
+  assert sum(file.endswith(".index") for file in _cache_files(directory)) == 2
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"name": "korean_food/full", "image_size": 64, "cache": "memory"},
+     r"training crops are drawn anew every epoch.*'korean_food/64'"),
+    ({"name": "korean_food/64", "cache": "memory", "data_service": "grpc://localhost:5050"},
+     "cache= cannot be used with data_service"),
+    ({"name": "korean_food/64", "cache": ""}, "cache must be None, 'memory' or a directory"),
+])
+def test_caches_that_cannot_work_are_refused_saying_why(kfood_dir, kwargs, message):
+  with pytest.raises(ValueError, match=message):
+    pipeline.training_dataset(data_dir=kfood_dir, **kwargs)
