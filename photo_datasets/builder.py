@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import shlex
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -50,6 +51,22 @@ def manual_dir_or_none(dl_manager: tfds.download.DownloadManager) -> epath.Path 
     return dl_manager.manual_dir
   except AssertionError:
     return None
+
+
+def build_command(builder: tfds.core.DatasetBuilder) -> str:
+  """The `tfds build` command that builds `builder`'s config, as it runs from any folder (`--imports`
+  registers the builder; the manual dir named is TFDS's default, spelled out, where the source goes)."""
+  root = os.fspath(builder.data_dir_root)
+  words = ["tfds", "build", builder.name, "--imports", type(builder).__module__.split(".")[0],
+           "--config", builder.builder_config.name, "--data_dir", root]
+  if builder.MANUAL_DOWNLOAD_INSTRUCTIONS:
+    words += ["--manual_dir", os.path.join(root, "downloads", "manual")]
+  return shlex.join(words)
+
+
+def not_built(name: str, builder: tfds.core.DatasetBuilder) -> str:
+  """What a reader of a config that is not built is told: where it looked, and the command that builds it."""
+  return f"{name} is not built in {builder.data_dir_root}. Build it first:\n  {build_command(builder)}"
 
 
 # `skip_registration` goes to TFDS's `__init_subclass__`, which mypy cannot see (tfds is untyped).
@@ -108,6 +125,12 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
       config = configs.size_config(name)
     return config
 
+  def _create_builder_config(self, builder_config: Any, version: Any) -> Any:
+    # A name that is no config gets the valid forms, not TFDS's list of close matches (empty for '224px').
+    if isinstance(builder_config, str) and self.get_builder_config(builder_config.split(":")[0]) is None:
+      configs.size_config(builder_config.split(":")[0])
+    return super()._create_builder_config(builder_config, version)
+
   @tfds.core.utils.classproperty
   @classmethod
   def _checksums_path(cls) -> epath.Path:
@@ -128,6 +151,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     `disk.NotEnoughDiskSpace`, in the words of the check made before it."""
     config_dir = os.path.dirname(os.fspath(self.data_path))
     self._needed_bytes = 0
+    if disk.is_local(config_dir) and not self.data_path.exists():  # A built copy still loads read-only.
+      disk.check_writable(self._full_name, config_dir)
     with disk.config_lock(config_dir) if disk.is_local(config_dir) else contextlib.nullcontext(False) as locked:
       if locked and (note := disk.remove_leftovers(config_dir)):
         print(f"{self._full_name}: {note}", flush=True)
@@ -149,15 +174,22 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
 
   def _write_report_page(self) -> None:
     """`report.html` and `quality.csv` beside `dataset_info.json` (`report_page`)
-    after a build, then the build's summary, naming it. A config built before
-    the page existed gets one from `python -m photo_datasets.report`, not at
-    every load: that reads every record (about a minute for 150,000)."""
+    after a build, then the build's summary, naming it. A config reused
+    without its page (a build stopped after its records, or built before the
+    page existed) gets it once, from its records: a pass over every record
+    (about a minute for 150,000); a read-only copy is left as it is."""
     from photo_datasets import report_page  # Its own module; TensorFlow only for the records pass.
 
     built, self._built = self._built, None
-    if built is None:
-      return
     folder = os.fspath(self.data_path)
+    if built is None:
+      if (self.is_prepared() and disk.is_local(folder) and os.access(folder, os.W_OK)
+          and not os.path.exists(os.path.join(folder, report_page.FILE_NAME))):
+        try:
+          print(f"{self._full_name}: wrote the missing report page {report_page.write(self)}", flush=True)
+        except Exception as e:  # As after a build: the page never fails a load.
+          logging.warning("Could not write the build report page in %s: %s: %s", folder, type(e).__name__, e)
+      return
     try:
       page = report_page.write(self, split_of=built.split_of, source_images=built.source_images,
                                build_seconds=built.seconds)

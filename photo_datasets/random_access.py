@@ -67,7 +67,9 @@ def add_array_record(name: str, data_dir: str | os.PathLike[str] | None = None) 
 
   builder = tfds.builder(name, data_dir=data_dir)
   if not builder.is_prepared():
-    raise ValueError(f"{name} is not built in {builder.data_dir_root}: build it first (tfds build).")
+    from photo_datasets import builder as photo_builder  # Here: it imports this module.
+
+    raise ValueError(photo_builder.not_built(name, builder))
   version_dir: str = os.fspath(builder.data_dir)
   # One worker: with more, TFDS 4.9.10 runs the conversion in a thread pool and drops its exceptions.
   convert_format_utils.convert_dataset(out_dir=None, out_file_format=ARRAY_RECORD,

@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> None:
   args = parser.parse_args(argv)
   import tensorflow_datasets as tfds  # Here: the scan's workers import this module too.
 
+  from photo_datasets import builder as photo_builder
   from photo_datasets import report_page
 
   try:  # Registers the builder, as `tfds build --imports` does.
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
   except tfds.core.registered.DatasetNotFoundError as e:
     parser.error(str(e).splitlines()[0])
   if not builder.is_prepared():
-    parser.error(f"{args.name} is not built in {builder.data_dir_root}: build it first (tfds build).")
+    parser.error(photo_builder.not_built(args.name, builder))
   print(report_page.write(builder), file=sys.stdout, flush=True)
 
 

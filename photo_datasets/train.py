@@ -33,6 +33,7 @@ import tensorflow_datasets as tfds
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from photo_datasets import builder as photo_builder
 from photo_datasets import pipeline
 from photo_datasets.models import MODELS, build_model
 
@@ -247,8 +248,7 @@ def _built_info(name: str, data_dir: str | None) -> Any:
   except Exception as e:  # TFDS raises several kinds (unknown name, config, version).
     raise TrainError(f"cannot open {name}: {e}") from e
   if not builder.is_prepared():
-    raise TrainError(f"{name} is not built in {builder.data_dir}: build it first "
-                     f"(tfds build {package} --config {name.split('/')[-1]} ...) or give its --data_dir.")
+    raise TrainError(f"{photo_builder.not_built(name, builder)}\nor give its --data_dir.")
   return builder.info
 
 

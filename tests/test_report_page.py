@@ -266,14 +266,20 @@ def test_the_command_writes_the_page_of_a_config_built_before_and_prints_its_pat
   assert (folder / report_page.CSV_NAME).exists()
 
 
-def test_loading_a_config_built_before_the_page_does_not_read_its_records_for_one(built, tmp_path):
+def test_a_config_reused_without_its_page_gets_it_once(built, tmp_path, capsys):
+  """As after a build stopped between its records and its page (Ctrl-C): the rerun, "Reusing dataset", writes it."""
   data_dir, _ = built
   copy = tmp_path / "data"
   shutil.copytree(data_dir / "flowers_dataset" / "full", copy / "flowers_dataset" / "full")
   folder = copy / "flowers_dataset" / "full" / "1.0.0"
   _strip_to_an_old_build(folder)
   tfds.builder("flowers_dataset/full", data_dir=str(copy)).download_and_prepare()
-  assert not (folder / report_page.FILE_NAME).exists()  # The command writes it (test above).
+  page = folder / report_page.FILE_NAME
+  assert f"flowers_dataset/full: wrote the missing report page {page}" in capsys.readouterr().out
+  assert "Counts read back from the records" in page.read_text("utf-8") and (folder / report_page.CSV_NAME).exists()
+  written = page.stat().st_mtime_ns
+  tfds.builder("flowers_dataset/full", data_dir=str(copy)).download_and_prepare()
+  assert page.stat().st_mtime_ns == written and "report page" not in capsys.readouterr().out
 
 
 def test_the_command_refuses_a_config_not_built(tmp_path, capsys):
