@@ -155,7 +155,7 @@ def test_the_page_is_self_contained_without_script_and_its_sections_come_in_orde
     assert "script" not in parsed.tags and "link" not in parsed.tags and "iframe" not in parsed.tags
     assert all(link.startswith("#") for link in parsed.links), parsed.links
     assert parsed.images and all(i["src"].startswith("data:image/jpeg;base64,") for i in parsed.images)
-    positions = [text.index(f'<section id="{key}">') for key in ("overview", "classes", "problems", "quality",
+    positions = [text.index(f'<section id="{key}">') for key in ("overview", "problems", "classes", "quality",
                                                                   "sizes")]
     assert positions == sorted(positions)
     assert [text.index(f'<h3 id="{key}">') for key in ("skipped", "near-duplicates", "identical", "crop-lines",
@@ -293,10 +293,18 @@ def test_korean_food_page_lists_all_150_classes_with_korean_and_english_names_an
                           download_dir=tmp_path / "downloads")
   parsed = _Page((pathlib.Path(builder.data_path) / report_page.FILE_NAME).read_text("utf-8"))
   classes = korean_food.food_classes()
+  empty = [c for c in classes if c.index not in parsed.rows]
   assert [(row["cells"][1], row["cells"][2]) for row in parsed.rows.values()] == [
-      (c.name, c.english_name) for c in classes]
-  empty = [label for label, row in parsed.rows.items() if row["counts"]["total"] == 0]
-  assert len(empty) > 140 and all("empty" in parsed.rows[label]["class"] for label in empty)
+      (c.name, c.english_name) for c in classes if c not in empty]
+  # The classes with no photo: one line naming each, before the table of the others.
+  assert len(empty) > 140 and all(row["counts"]["total"] > 0 for row in parsed.rows.values())
+  names = ", ".join(f"{c.name} ({c.english_name})" for c in empty)
+  assert f"Classes with no photo ({len(empty)}): {names}." in parsed.text
+  text = parsed.text
+  assert text.index("Skipped") < text.index("Classes with no photo") < text.index(classes[0].name + " ")
+  assert "Names shown as boxes" in text and "fonts-noto-cjk" in text
+  page = (pathlib.Path(builder.data_path) / report_page.FILE_NAME).read_text("utf-8")
+  assert '"Noto Sans KR","Noto Sans CJK KR","Apple SD Gothic Neo",\n"Malgun Gothic","NanumGothic",sans-serif' in page
   assert "as private as the photos" in parsed.text
   crops = builder.info.metadata["crop_boxes"]
   assert sum(crops) == builder.info.metadata["counts"]["images with a crop box"]
@@ -317,8 +325,11 @@ def _made_page(**changes: Any) -> report_page.PageData:
 
 def test_classes_far_below_the_median_and_empty_ones_stand_out():
   rows = _Page(report_page.render(_made_page(), {})).rows
-  assert [row["class"].split()[1:] for row in rows.values()] == [[], [], [], ["low"], ["empty"]]
-  assert rows[3]["cells"][-1] == "far below the median" and rows[4]["cells"][-1] == "none found"
+  parsed = _Page(report_page.render(_made_page(), {}))
+  assert [row["class"].split()[1:] for row in rows.values()] == [[], [], [], ["low"]]
+  assert rows[3]["cells"][-1] == "far below the median" and "Classes with no photo (1): class_4 (Class 4)." in (
+      parsed.text)
+  assert "Names shown as boxes" not in parsed.text  # ASCII names: no font to install.
   assert rows[0]["cells"][-2] == "45 %"  # 50 of 110 photos have a crop box.
 
 
