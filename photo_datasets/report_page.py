@@ -35,6 +35,7 @@ import datetime
 import html
 import io
 import os
+import shlex
 import statistics as stats
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -95,6 +96,7 @@ class PageData:
   channel_std: list[float] | None = None
   note: str = ""  # A warning shown first (korean_food: the page is as private as the photos).
   counts_from_records: bool = False  # Class counts read back from the records (a config built earlier).
+  data_dir: str = "DIR"  # Where it was built, for the command that writes the page again.
 
   @property
   def split_sizes(self) -> dict[str, int]:
@@ -413,13 +415,14 @@ def render(page: PageData, uris: Mapping[str, str]) -> str:
   """The page's HTML; `uris`: file_name -> thumbnail `data:` URI."""
   note = f'<p class="note">{_e(page.note)}</p>' if page.note else ""
   created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+  again = shlex.join(["python", "-m", "photo_datasets.report", page.dataset, "--data_dir", page.data_dir])
   nav = "".join(f'<a href="#{key}">{title}</a>' for key, title in (
       ("overview", "Overview"), ("problems", "Problems"), ("classes", "Classes"), ("quality", "Quality flags"),
       ("sizes", "Sizes and formats")))
   return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
           f"<title>{_e(page.dataset)}: build report</title><style>{_CSS}</style></head><body>"
           f"<h1>{_e(page.dataset)}: build report</h1><p class=\"muted\">Written {created} by photo_datasets "
-          f"(<code>python -m photo_datasets.report {_e(page.dataset)} --data_dir DIR</code> writes it again).</p>"
+          f"(<code>{_e(again)}</code> writes it again).</p>"
           f"{note}<nav>{nav}</nav>"
           + _overview(page) + _problems(page, uris) + _classes(page) + _flags(page, uris) + _sizes(page)
           + "</body></html>\n")
@@ -524,7 +527,7 @@ def page_data(builder: Any, split_of: Mapping[str, str] | None = None) -> PageDa
       split_of=dict(split_of or {}), source=metadata.get("source"),
       source_images=metadata.get("source_images"), class_weights=metadata.get("class_weights"),
       channel_mean=metadata.get("channel_mean"), channel_std=metadata.get("channel_std"),
-      note=getattr(builder, "REPORT_NOTE", ""))
+      note=getattr(builder, "REPORT_NOTE", ""), data_dir=os.fspath(builder.data_dir_root))
 
 
 def _skipped_images(source: str | None, names: Iterable[str]) -> dict[str, bytes]:

@@ -17,6 +17,7 @@ import io
 import json
 import pathlib
 import re
+import shlex
 import shutil
 import subprocess
 from typing import Any
@@ -280,6 +281,17 @@ def test_a_config_reused_without_its_page_gets_it_once(built, tmp_path, capsys):
   written = page.stat().st_mtime_ns
   tfds.builder("flowers_dataset/full", data_dir=str(copy)).download_and_prepare()
   assert page.stat().st_mtime_ns == written and "report page" not in capsys.readouterr().out
+
+
+def test_the_command_the_page_names_runs_as_printed(built, tmp_path):
+  _, builds = built
+  _, page, _, _ = builds["224"]
+  (command,) = re.findall(r"<code>(python -m photo_datasets\.report [^<]*)</code>", page.read_text("utf-8"))
+  words = shlex.split(html.unescape(command))
+  assert words[-2:] == ["--data_dir", str(built[0])] and shutil.which(words[0])
+  done = subprocess.run(words, cwd=tmp_path, capture_output=True, text=True, check=False, timeout=600)
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert done.stdout.strip() == str(page)
 
 
 def test_the_command_refuses_a_config_not_built(tmp_path, capsys):
