@@ -22,6 +22,8 @@ setuptools.setup(
         "tensorflow-datasets==4.9.10",
         "keras>=3",
         "pillow>=10",
+        # libjpeg-turbo with its warnings as errors: PIL keeps JPEGs with damaged data (benchmarks/damage_detection.py).
+        "simplejpeg>=1.8",
         "numpy<2.5",
         # tensorflow-datasets 4.9.10 needs these but does not declare them:
         "importlib_resources",  # every builder fails without it

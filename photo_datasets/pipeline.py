@@ -62,6 +62,7 @@ import keras
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from photo_datasets.reading import built
 from photo_datasets.reading.models import rescaling_layer as rescaling_layer  # Part of this module's API.
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -139,6 +140,7 @@ def training_dataset(
         f"only the stored JPEGs would repeat, and their decoding is the cost (docs/reading.md). Train from a "
         f"sized config with cache= (e.g. '{reader.builder.name}/{image_size or 224}'), or without cache.")
   decoded = reader.cached(cache, reader.decoded) if cache is not None else None
+  _check_batch_fits(reader, batch)
   augment = reader.cropped if reader.stored_size is None else reader.flipped
 
   def batches(seed: int | tf.Tensor | None) -> tf.data.Dataset:
@@ -307,6 +309,19 @@ def _pid_alive(pid: int) -> bool:
   return True
 
 
+def _check_batch_fits(reader: _Reader, batch: int) -> None:
+  """A training batch larger than the examples of its input pipeline would yield no batch at all, as the last,
+  incomplete one is dropped: an error, not a batch size quietly changed (`photo_datasets.train` caps it)."""
+  examples = reader.builder.info.splits[reader.split].num_examples
+  pipelines = reader.input_context.num_input_pipelines if reader.input_context else 1
+  if examples < batch * pipelines:
+    each = f" for each of {pipelines} input pipelines" if pipelines > 1 else ""
+    raise ValueError(
+        f"batch_size {batch}{each} is larger than the {examples} examples of {reader.builder.name}/"
+        f"{reader.builder.builder_config.name} split {reader.split!r}: training would get no batch (the last, "
+        f"incomplete one is dropped). Give a batch_size of at most {examples // pipelines}, or a larger split.")
+
+
 def _leave_accelerators_to_keras() -> None:
   """With Keras on JAX or PyTorch, tf.data only feeds it (Keras converts the
   batches): keep TensorFlow off the GPUs, where it would reserve their memory."""
@@ -339,8 +354,7 @@ class _Reader:
     self.input_context = input_context
     self.has_box = "bbox" in self.builder.info.features
     if not self.builder.info.splits:
-      raise ValueError(f"{name} is not built (no splits in {self.builder.data_dir}): build it first "
-                       f"(`tfds build {self.builder.name} --config {self.builder.builder_config.name}`).")
+      raise ValueError(built.not_built(name, self.builder))
     # tf.train.Example holds integers and booleans as int64: parsed so, then cast.
     serialized = self.builder.info.features.get_serialized_info()
     keys = ("image", "label", "bbox", "has_bbox") if self.has_box else ("image", "label")

@@ -46,6 +46,8 @@ import numpy as np
 import numpy.typing as npt
 import tensorflow_datasets as tfds
 
+from photo_datasets.reading import built
+
 ARRAY_RECORD = "array_record"
 
 Example = tuple[npt.NDArray[np.uint8], np.int64]
@@ -67,7 +69,7 @@ def add_array_record(name: str, data_dir: str | os.PathLike[str] | None = None) 
 
   builder = tfds.builder(name, data_dir=data_dir)
   if not builder.is_prepared():
-    raise ValueError(f"{name} is not built in {builder.data_dir_root}: build it first (tfds build).")
+    raise ValueError(built.not_built(name, builder))
   version_dir: str = os.fspath(builder.data_dir)
   # One worker: with more, TFDS 4.9.10 runs the conversion in a thread pool and drops its exceptions.
   convert_format_utils.convert_dataset(out_dir=None, out_file_format=ARRAY_RECORD,

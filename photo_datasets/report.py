@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> None:
   import tensorflow_datasets as tfds  # Here: the scan's workers import this module too.
 
   from photo_datasets.catalog import report_page
+  from photo_datasets.reading import built
 
   try:  # Registers the builder, as `tfds build --imports` does.
     importlib.import_module(args.name.split("/")[0])
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
   except tfds.core.registered.DatasetNotFoundError as e:
     parser.error(str(e).splitlines()[0])
   if not builder.is_prepared():
-    parser.error(f"{args.name} is not built in {builder.data_dir_root}: build it first (tfds build).")
+    parser.error(built.not_built(args.name, builder))
   print(report_page.write(builder), file=sys.stdout, flush=True)
 
 

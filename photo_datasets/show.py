@@ -90,7 +90,7 @@ def grid_figure(name: str, *, split: str = "train", data_dir: str | None = None,
     raise ValueError(f"count must be >= 1, got {count!r}.")
   builder = tfds.builder(name, data_dir=data_dir)
   if not builder.is_prepared():
-    raise ValueError(f"{name} is not built in {builder.data_dir}: build it first (tfds build), or give its data_dir.")
+    raise ValueError(f"{built.not_built(name, builder)}\nor give its data_dir.")
   if pipeline:
     pictures = pipeline_pictures(builder, name, split=split, data_dir=data_dir, count=count,
                                  image_size=image_size, seed=seed)

@@ -242,8 +242,7 @@ def _built(name: str, data_dir: str | None) -> Any:
   except Exception as e:  # TFDS raises several kinds (unknown name, config, version).
     raise TrainError(f"cannot open {name}: {e}") from e
   if not builder.is_prepared():
-    raise TrainError(f"{name} is not built in {builder.data_dir}: build it first "
-                     f"(tfds build {package} --config {name.split('/')[-1]} ...) or give its --data_dir.")
+    raise TrainError(f"{built.not_built(name, builder)}\nor give its --data_dir.")
   return builder
 
 

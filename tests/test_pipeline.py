@@ -275,7 +275,8 @@ def test_half_the_stored_size_is_decoded_at_reduced_dct_scale(data_dir):
 
 
 def test_a_config_not_built_is_named(tmp_path):
-  with pytest.raises(ValueError, match=r"flowers_dataset/64 is not built .*tfds build flowers_dataset --config 64"):
+  with pytest.raises(ValueError, match=r"flowers_dataset/64 is not built .*Build it first:\n  tfds build "
+                     r"flowers_dataset --imports flowers_dataset --config 64 --data_dir "):
     pipeline.training_dataset("flowers_dataset/64", data_dir=os.fspath(tmp_path))
 
 

@@ -17,6 +17,7 @@ import io
 import json
 import pathlib
 import re
+import shlex
 import shutil
 import subprocess
 from typing import Any
@@ -156,7 +157,7 @@ def test_the_page_is_self_contained_without_script_and_its_sections_come_in_orde
     assert "script" not in parsed.tags and "link" not in parsed.tags and "iframe" not in parsed.tags
     assert all(link.startswith("#") for link in parsed.links), parsed.links
     assert parsed.images and all(i["src"].startswith("data:image/jpeg;base64,") for i in parsed.images)
-    positions = [text.index(f'<section id="{key}">') for key in ("overview", "classes", "problems", "quality",
+    positions = [text.index(f'<section id="{key}">') for key in ("overview", "problems", "classes", "quality",
                                                                   "sizes")]
     assert positions == sorted(positions)
     assert [text.index(f'<h3 id="{key}">') for key in ("skipped", "near-duplicates", "identical", "crop-lines",
@@ -267,14 +268,31 @@ def test_the_command_writes_the_page_of_a_config_built_before_and_prints_its_pat
   assert (folder / report_page.CSV_NAME).exists()
 
 
-def test_loading_a_config_built_before_the_page_does_not_read_its_records_for_one(built, tmp_path):
+def test_a_config_reused_without_its_page_gets_it_once(built, tmp_path, capsys):
+  """As after a build stopped between its records and its page (Ctrl-C): the rerun, "Reusing dataset", writes it."""
   data_dir, _ = built
   copy = tmp_path / "data"
   shutil.copytree(data_dir / "flowers_dataset" / "full", copy / "flowers_dataset" / "full")
   folder = copy / "flowers_dataset" / "full" / "1.0.0"
   _strip_to_an_old_build(folder)
   tfds.builder("flowers_dataset/full", data_dir=str(copy)).download_and_prepare()
-  assert not (folder / report_page.FILE_NAME).exists()  # The command writes it (test above).
+  page = folder / report_page.FILE_NAME
+  assert f"flowers_dataset/full: wrote the missing report page {page}" in capsys.readouterr().out
+  assert "Counts read back from the records" in page.read_text("utf-8") and (folder / report_page.CSV_NAME).exists()
+  written = page.stat().st_mtime_ns
+  tfds.builder("flowers_dataset/full", data_dir=str(copy)).download_and_prepare()
+  assert page.stat().st_mtime_ns == written and "report page" not in capsys.readouterr().out
+
+
+def test_the_command_the_page_names_runs_as_printed(built, tmp_path):
+  _, builds = built
+  _, page, _, _ = builds["224"]
+  (command,) = re.findall(r"<code>(python -m photo_datasets\.report [^<]*)</code>", page.read_text("utf-8"))
+  words = shlex.split(html.unescape(command))
+  assert words[-2:] == ["--data_dir", str(built[0])] and shutil.which(words[0])
+  done = subprocess.run(words, cwd=tmp_path, capture_output=True, text=True, check=False, timeout=600)
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert done.stdout.strip() == str(page)
 
 
 def test_the_command_refuses_a_config_not_built(tmp_path, capsys):
@@ -288,10 +306,18 @@ def test_korean_food_page_lists_all_150_classes_with_korean_and_english_names_an
                           download_dir=tmp_path / "downloads")
   parsed = _Page((pathlib.Path(builder.data_path) / report_page.FILE_NAME).read_text("utf-8"))
   classes = korean_food.food_classes()
+  empty = [c for c in classes if c.index not in parsed.rows]
   assert [(row["cells"][1], row["cells"][2]) for row in parsed.rows.values()] == [
-      (c.name, c.english_name) for c in classes]
-  empty = [label for label, row in parsed.rows.items() if row["counts"]["total"] == 0]
-  assert len(empty) > 140 and all("empty" in parsed.rows[label]["class"] for label in empty)
+      (c.name, c.english_name) for c in classes if c not in empty]
+  # The classes with no photo: one line naming each, before the table of the others.
+  assert len(empty) > 140 and all(row["counts"]["total"] > 0 for row in parsed.rows.values())
+  names = ", ".join(f"{c.name} ({c.english_name})" for c in empty)
+  assert f"Classes with no photo ({len(empty)}): {names}." in parsed.text
+  text = parsed.text
+  assert text.index("Skipped") < text.index("Classes with no photo") < text.index(classes[0].name + " ")
+  assert "Names shown as boxes" in text and "fonts-noto-cjk" in text
+  page = (pathlib.Path(builder.data_path) / report_page.FILE_NAME).read_text("utf-8")
+  assert '"Noto Sans KR","Noto Sans CJK KR","Apple SD Gothic Neo",\n"Malgun Gothic","NanumGothic",sans-serif' in page
   assert "as private as the photos" in parsed.text
   crops = builder.info.metadata["crop_boxes"]
   assert sum(crops) == builder.info.metadata["counts"]["images with a crop box"]
@@ -312,8 +338,11 @@ def _made_page(**changes: Any) -> report_page.PageData:
 
 def test_classes_far_below_the_median_and_empty_ones_stand_out():
   rows = _Page(report_page.render(_made_page(), {})).rows
-  assert [row["class"].split()[1:] for row in rows.values()] == [[], [], [], ["low"], ["empty"]]
-  assert rows[3]["cells"][-1] == "far below the median" and rows[4]["cells"][-1] == "none found"
+  parsed = _Page(report_page.render(_made_page(), {}))
+  assert [row["class"].split()[1:] for row in rows.values()] == [[], [], [], ["low"]]
+  assert rows[3]["cells"][-1] == "far below the median" and "Classes with no photo (1): class_4 (Class 4)." in (
+      parsed.text)
+  assert "Names shown as boxes" not in parsed.text  # ASCII names: no font to install.
   assert rows[0]["cells"][-2] == "45 %"  # 50 of 110 photos have a crop box.
 
 

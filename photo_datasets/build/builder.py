@@ -110,6 +110,12 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
       config = configs.size_config(name)
     return config
 
+  def _create_builder_config(self, builder_config: Any, version: Any) -> Any:
+    # A name that is no config gets the valid forms, not TFDS's list of close matches (empty for '224px').
+    if isinstance(builder_config, str) and self.get_builder_config(builder_config.split(":")[0]) is None:
+      configs.size_config(builder_config.split(":")[0])
+    return super()._create_builder_config(builder_config, version)
+
   @tfds.core.utils.classproperty
   @classmethod
   def _checksums_path(cls) -> epath.Path:
@@ -130,6 +136,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     `disk.NotEnoughDiskSpace`, in the words of the check made before it."""
     config_dir = os.path.dirname(os.fspath(self.data_path))
     self._needed_bytes = 0
+    if disk.is_local(config_dir) and not self.data_path.exists():  # A built copy still loads read-only.
+      disk.check_writable(self._full_name, config_dir)
     with disk.config_lock(config_dir) if disk.is_local(config_dir) else contextlib.nullcontext(False) as locked:
       if locked and (note := disk.remove_leftovers(config_dir)):
         print(f"{self._full_name}: {note}", flush=True)
@@ -151,15 +159,22 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
 
   def _write_report_page(self) -> None:
     """`report.html` and `quality.csv` beside `dataset_info.json` (`report_page`)
-    after a build, then the build's summary, naming it. A config built before
-    the page existed gets one from `python -m photo_datasets.report`, not at
-    every load: that reads every record (about a minute for 150,000)."""
+    after a build, then the build's summary, naming it. A config reused
+    without its page (a build stopped after its records, or built before the
+    page existed) gets it once, from its records: a pass over every record
+    (about a minute for 150,000); a read-only copy is left as it is."""
     from photo_datasets.catalog import report_page  # Its own module; TensorFlow only for the records pass.
 
     built, self._built = self._built, None
-    if built is None:
-      return
     folder = os.fspath(self.data_path)
+    if built is None:
+      if (self.is_prepared() and disk.is_local(folder) and os.access(folder, os.W_OK)
+          and not os.path.exists(os.path.join(folder, report_page.FILE_NAME))):
+        try:
+          print(f"{self._full_name}: wrote the missing report page {report_page.write(self)}", flush=True)
+        except Exception as e:  # As after a build: the page never fails a load.
+          logging.warning("Could not write the build report page in %s: %s: %s", folder, type(e).__name__, e)
+      return
     try:
       page = report_page.write(self, split_of=built.split_of, source_images=built.source_images,
                                build_seconds=built.seconds)

@@ -8,6 +8,9 @@ from typing import Any
 import tensorflow_datasets as tfds
 
 DEFAULT_IMAGE_SIZE = 224
+# What TFDS's own message for an unknown config leaves out.
+VALID_NAMES = (f"A config is '{DEFAULT_IMAGE_SIZE}' (the default), 'full' (images at source size) or any square "
+               "size in pixels between 16 and 4096, such as '160'.")
 
 
 @dataclasses.dataclass
@@ -24,9 +27,9 @@ def size_config(name: str) -> ImageSizeConfig:
         name="full",
         description="Images at source size; clean JPEGs stored byte for byte.",
     )
+  if not name.isdigit() or not 16 <= int(name) <= 4096:
+    raise ValueError(f"No config {name!r}. {VALID_NAMES}")
   size = int(name)
-  if not 16 <= size <= 4096:
-    raise ValueError(f"Image size must be between 16 and 4096, got {name!r}.")
   return ImageSizeConfig(
       name=str(size),
       image_size=size,

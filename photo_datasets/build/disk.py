@@ -21,6 +21,7 @@ import contextlib
 import errno
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 
 from absl import logging
@@ -37,6 +38,25 @@ _LOCK_FILE = ".photo_datasets.lock"
 
 class NotEnoughDiskSpace(OSError):
   """The data dir has no room for the build; the message says what to do."""
+
+
+class DataDirNotWritable(PermissionError):
+  """The data dir cannot be written; the message names the folder and what to do."""
+
+
+def check_writable(name: str, folder: str) -> None:
+  """Raises `DataDirNotWritable` when `folder` cannot be made or written in,
+  tried with an unnamed file in its nearest existing folder: nothing is left."""
+  existing = os.path.abspath(folder)
+  while not os.path.isdir(existing) and os.path.dirname(existing) != existing:
+    existing = os.path.dirname(existing)
+  try:
+    tempfile.TemporaryFile(dir=existing).close()
+  except OSError as e:
+    raise DataDirNotWritable(
+        e.errno, f"Cannot build {name}: {existing} cannot be written ({e.strerror}), and the build needs to "
+        f"write {folder}. Give a data dir you can write to (--data_dir DIR, or tfds.load(..., data_dir=DIR)), "
+        f"or make {existing} writable.") from None
 
 
 def free_bytes(path: str | os.PathLike[str]) -> int:
@@ -112,12 +132,15 @@ def _size(path: str) -> int:
 def config_lock(config_dir: str) -> Iterator[bool]:
   """Holds the config folder's lock while a build runs; yields whether this
   process got it (False: another build of the config is running). The kernel
-  releases it when the process dies, however it dies."""
+  releases it when the process dies, however it dies. A build that made
+  nothing (it failed before TFDS wrote a version folder) leaves no folder
+  and no lock behind."""
   try:
     import fcntl
   except ImportError:  # Not POSIX: no lock, and no leftovers removed.
     yield False
     return
+  made = [d for d in (os.path.dirname(config_dir), config_dir) if not os.path.isdir(d)]
   try:
     os.makedirs(config_dir, exist_ok=True)
     lock = open(os.path.join(config_dir, _LOCK_FILE), "a")
@@ -133,6 +156,11 @@ def config_lock(config_dir: str) -> Iterator[bool]:
     try:
       yield True
     finally:
+      if made and os.listdir(config_dir) == [_LOCK_FILE]:
+        os.remove(lock.name)
+        for folder in reversed(made):
+          with contextlib.suppress(OSError):  # Not empty: another config was built there meanwhile.
+            os.rmdir(folder)
       fcntl.flock(lock, fcntl.LOCK_UN)
 
 

@@ -266,7 +266,7 @@ def group_near_duplicates(photos: list[Photo], report: BuildReport) -> list[Phot
 
 
 # Bump when the scan learns something new or checks differently.
-_SCAN_FORMAT = 7
+_SCAN_FORMAT = 8
 
 
 def source_fingerprint(root: str) -> str:

@@ -35,6 +35,7 @@ import datetime
 import html
 import io
 import os
+import shlex
 import statistics as stats
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -95,6 +96,7 @@ class PageData:
   channel_std: list[float] | None = None
   note: str = ""  # A warning shown first (korean_food: the page is as private as the photos).
   counts_from_records: bool = False  # Class counts read back from the records (a config built earlier).
+  data_dir: str = "DIR"  # Where it was built, for the command that writes the page again.
 
   @property
   def split_sizes(self) -> dict[str, int]:
@@ -191,7 +193,8 @@ def data_uris(images: Mapping[str, bytes]) -> dict[str, str]:
 # Rendering.
 
 _CSS = """
-body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans KR",sans-serif;margin:0 auto;max-width:1200px;
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans KR","Noto Sans CJK KR","Apple SD Gothic Neo",
+"Malgun Gothic","NanumGothic",sans-serif;margin:0 auto;max-width:1200px;
 padding:0 16px 40px;color:#222;background:#fff}
 h1{font-size:24px;margin:20px 0 4px}h2{border-bottom:2px solid #ddd;padding-bottom:4px;margin-top:32px}
 h3{margin:20px 0 6px}nav a{margin-right:12px}
@@ -199,7 +202,7 @@ h3{margin:20px 0 6px}nav a{margin-right:12px}
 table{border-collapse:collapse;margin:6px 0}td,th{padding:2px 8px;border-bottom:1px solid #eee;text-align:left;
 vertical-align:top}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 .bar{display:flex;width:260px;height:12px;background:#f3f3f3;margin-top:3px}.bar span{display:block;height:12px}
-tr.low td{background:#fde2e1}tr.empty td{background:#f8c9c6}.mark{color:#b00020;font-weight:600}
+tr.low td{background:#fde2e1}.empty-classes{background:#f8c9c6;padding:4px 8px}.mark{color:#b00020;font-weight:600}
 .gallery{display:flex;flex-wrap:wrap;gap:6px;margin:4px 0 10px}
 figure{margin:0;width:112px;font-size:11px;word-break:break-all}figure img,.ph{display:block;max-width:96px;
 max-height:96px;border:1px solid #ccc}.ph{width:96px;height:72px;background:#eee;color:#888;display:flex;
@@ -267,7 +270,9 @@ def _classes(page: PageData) -> str:
           + ("<th class=n>weight</th>" if page.class_weights else "") + "<th></th></tr>")
   rows = []
   for row in page.classes:
-    kind = "empty" if row.total == 0 else "low" if row.total < low else ""
+    if not row.total:
+      continue  # Folded into one line, below.
+    kind = "low" if row.total < low else ""
     bar = "".join(f'<span style="width:{100 * row.counts.get(s, 0) / widest:.2f}%;background:'
                   f'{_SPLIT_COLOURS.get(s, "#999")}" title="{_e(s)} {row.counts.get(s, 0)}"></span>'
                   for s in page.splits)
@@ -282,18 +287,25 @@ def _classes(page: PageData) -> str:
     if page.class_weights:
       weight = page.class_weights[row.label] if row.label < len(page.class_weights) else 0.0
       cells.append(f"<td class=n>{weight:.3g}</td>")
-    mark = "none found" if kind == "empty" else "far below the median" if kind == "low" else ""
+    mark = "far below the median" if kind == "low" else ""
     cells.append(f'<td class="mark">{mark}</td>')
     rows.append(f'<tr class="class-row {kind}" data-label="{row.label}">{"".join(cells)}</tr>')
   legend = " ".join(f'<span style="color:{_SPLIT_COLOURS.get(s, "#999")}">■</span> {_e(s)}' for s in page.splits)
   marked = sum(1 for t in found if t < low)
   origin = (" Counts read back from the records: this config was built before the report existed."
             if page.counts_from_records else "")
+  empty = [_e(row.name) + (f" ({_e(row.description)})" if row.description else "")
+           for row in page.classes if not row.total]
+  folded = f'<p class="empty-classes"><b>Classes with no photo ({len(empty)}):</b> {", ".join(empty)}.</p>'
+  fonts = ('<p class="muted">Names shown as boxes: this viewer has no font for them. Install one, e.g. Noto Sans CJK '
+           "(Debian, Ubuntu: <code>apt-get install fonts-noto-cjk</code>; Fedora: <code>dnf install "
+           "google-noto-sans-cjk-fonts</code>); Windows and macOS have one.</p>"
+           if any(not row.name.isascii() for row in page.classes) else "")
   return (f'<section id="classes"><h2>Classes</h2><p>{len(page.classes)} classes, {len(page.classes) - len(found)} '
           f"with no photo; median {median:g} photos per class found; {marked} below {FAR_BELOW_MEDIAN:g} × the "
           f"median are marked. Bars: {legend}. Class weights: "
-          f"inverse frequency in train, n_train / (n_present × count).{origin}</p>"
-          f'<table class="classes">{head}{"".join(rows)}</table></section>')
+          f"inverse frequency in train, n_train / (n_present × count).{origin}</p>{fonts}"
+          f'{folded if empty else ""}<table class="classes">{head}{"".join(rows)}</table></section>')
 
 
 def _split_of_group(page: PageData, files: Sequence[str]) -> str:
@@ -403,15 +415,16 @@ def render(page: PageData, uris: Mapping[str, str]) -> str:
   """The page's HTML; `uris`: file_name -> thumbnail `data:` URI."""
   note = f'<p class="note">{_e(page.note)}</p>' if page.note else ""
   created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+  again = shlex.join(["python", "-m", "photo_datasets.report", page.dataset, "--data_dir", page.data_dir])
   nav = "".join(f'<a href="#{key}">{title}</a>' for key, title in (
-      ("overview", "Overview"), ("classes", "Classes"), ("problems", "Problems"), ("quality", "Quality flags"),
+      ("overview", "Overview"), ("problems", "Problems"), ("classes", "Classes"), ("quality", "Quality flags"),
       ("sizes", "Sizes and formats")))
   return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
           f"<title>{_e(page.dataset)}: build report</title><style>{_CSS}</style></head><body>"
           f"<h1>{_e(page.dataset)}: build report</h1><p class=\"muted\">Written {created} by photo_datasets "
-          f"(<code>python -m photo_datasets.report {_e(page.dataset)} --data_dir DIR</code> writes it again).</p>"
+          f"(<code>{_e(again)}</code> writes it again).</p>"
           f"{note}<nav>{nav}</nav>"
-          + _overview(page) + _classes(page) + _problems(page, uris) + _flags(page, uris) + _sizes(page)
+          + _overview(page) + _problems(page, uris) + _classes(page) + _flags(page, uris) + _sizes(page)
           + "</body></html>\n")
 
 
@@ -514,7 +527,7 @@ def page_data(builder: Any, split_of: Mapping[str, str] | None = None) -> PageDa
       split_of=dict(split_of or {}), source=metadata.get("source"),
       source_images=metadata.get("source_images"), class_weights=metadata.get("class_weights"),
       channel_mean=metadata.get("channel_mean"), channel_std=metadata.get("channel_std"),
-      note=getattr(builder, "REPORT_NOTE", ""))
+      note=getattr(builder, "REPORT_NOTE", ""), data_dir=os.fspath(builder.data_dir_root))
 
 
 def _skipped_images(source: str | None, names: Iterable[str]) -> dict[str, bytes]:

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import re
+import struct
 import warnings
+import zlib
 from typing import cast
 
 import numpy as np
+import simplejpeg
 from PIL import ExifTags, Image, UnidentifiedImageError
 
 from photo_datasets.photos import near_duplicates
@@ -87,6 +91,47 @@ def _orientation(image: Image.Image) -> int:
   return value if value in range(1, 9) else 1
 
 
+# libjpeg warnings about metadata, not pixels: such a photo decodes completely.
+_TOLERATED_JPEG_WARNINGS = re.compile(r"ICC|JFIF revision|Adobe|Invalid SOS parameters for sequential")
+
+
+def check_pixel_data(data: bytes, fmt: str) -> None:
+  """What PIL lets pass in the compressed pixels; raises `BadImage`.
+
+  PIL decodes a JPEG whose entropy-coded data is damaged without a word
+  (libjpeg only warns, and fills in grey or garbage), so libjpeg-turbo decodes
+  it again at 1/8 scale with its warnings as errors; a PNG's image data is
+  checked against the CRC-32 of each IDAT chunk. Damage that leaves a valid
+  stream (in a BMP's raw pixels, a lossy WebP, or garbage that libjpeg decodes
+  without a warning) cannot be told from a photo: docs/troubleshooting.md.
+  """
+  if fmt in ("JPEG", "MPO"):
+    try:
+      simplejpeg.decode_jpeg(data, colorspace="GRAY", strict=True, min_height=1, min_width=1)
+    except ValueError as e:
+      if not _TOLERATED_JPEG_WARNINGS.search(str(e)):
+        raise BadImage(f"damaged JPEG data: {e}") from None
+  elif fmt == "PNG":
+    _check_png_crcs(data)
+
+
+_PNG_CHUNK = struct.Struct(">I4s")
+
+
+def _check_png_crcs(data: bytes) -> None:
+  offset = 8  # After the signature.
+  while offset + _PNG_CHUNK.size <= len(data):
+    length, kind = _PNG_CHUNK.unpack_from(data, offset)
+    end = offset + _PNG_CHUNK.size + length
+    if kind in (b"IDAT", b"fdAT"):  # Image data (fdAT: an APNG's later frames).
+      stored = data[end:end + 4]
+      if len(stored) < 4 or zlib.crc32(data[offset + 4:end]) != int.from_bytes(stored, "big"):
+        raise BadImage(f"damaged PNG image data: bad CRC-32 of the {kind.decode()} chunk at byte {offset}")
+    if kind == b"IEND":
+      return
+    offset = end + 4
+
+
 def inspect_image(data: bytes) -> ImageCheck:
   """Decodes `data` completely and describes it; raises `BadImage` if unusable."""
   return decode_and_inspect(data)[0]
@@ -109,18 +154,22 @@ def decode_and_inspect(data: bytes) -> tuple[ImageCheck, Image.Image]:
   # it would free them. The file is an in-memory BytesIO.
   image = _open(data)
   width, height = image.size
-  orientation = _orientation(image)
-  upright = (height, width) if swaps_axes(orientation) else (width, height)
   fmt = cast(str, image.format)  # _open checked it.
   mode = image.mode
-  if min(upright) < 1:
+  if min(width, height) < 1:
     raise BadImage("image has no pixels")
   if fmt in ("JPEG", "MPO"):
     _draft(image, _jpeg_reduction(image.size, SCAN_SIDE, 1.0))
+  # The pixels first, strictly: reading the EXIF block first would load a PNG
+  # (its eXIf chunk may follow the image data) with its errors taken for the
+  # tolerated EXIF ones, and leave a partly decoded image.
   try:
     image.load()
   except Exception as e:
     raise BadImage(f"cannot decode {fmt}: {e}") from None
+  check_pixel_data(data, fmt)
+  orientation = _orientation(image)
+  upright = (height, width) if swaps_axes(orientation) else (width, height)
   # The hash comes from the pixels just decoded, upright and as they will be stored.
   pixels = _to_rgb(_upright(image, orientation))
   hashes = near_duplicates.photo_hashes(pixels)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 from typing import Any
 
 import tensorflow_datasets as tfds
@@ -17,3 +19,19 @@ def class_descriptions(builder: Any) -> dict[str, str]:
     return {}
   hook = getattr(cls, "class_descriptions", None)
   return dict(hook()) if callable(hook) else {}
+
+
+def build_command(builder: tfds.core.DatasetBuilder) -> str:
+  """The `tfds build` command that builds `builder`'s config, as it runs from any folder (`--imports`
+  registers the builder; the manual dir named is TFDS's default, spelled out, where the source goes)."""
+  root = os.fspath(builder.data_dir_root)
+  words = ["tfds", "build", builder.name, "--imports", type(builder).__module__.split(".")[0],
+           "--config", builder.builder_config.name, "--data_dir", root]
+  if builder.MANUAL_DOWNLOAD_INSTRUCTIONS:
+    words += ["--manual_dir", os.path.join(root, "downloads", "manual")]
+  return shlex.join(words)
+
+
+def not_built(name: str, builder: tfds.core.DatasetBuilder) -> str:
+  """What a reader of a config that is not built is told: where it looked, and the command that builds it."""
+  return f"{name} is not built in {builder.data_dir_root}. Build it first:\n  {build_command(builder)}"

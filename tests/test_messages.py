@@ -1,0 +1,130 @@
+"""What a newcomer's mistakes are told, each message shown; a command a message
+names is copied from it and run, from a folder outside the checkout."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shlex
+import shutil
+import subprocess
+
+import pytest
+import tensorflow_datasets as tfds
+
+import korean_food
+from photo_datasets import pipeline
+from photo_datasets.build import configs, disk
+
+SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
+
+
+def _run(command: str, cwd: pathlib.Path) -> subprocess.CompletedProcess[str]:
+  words = shlex.split(command)
+  assert words[0] == "tfds" and shutil.which("tfds"), command
+  return subprocess.run(words, cwd=cwd, capture_output=True, text=True, check=False, timeout=600)
+
+
+def _command_in(message: str) -> str:
+  (line,) = [line.strip() for line in message.splitlines() if line.strip().startswith("tfds build ")]
+  return line
+
+
+@pytest.fixture(scope="module")
+def built_by_the_hint(tmp_path_factory) -> tuple[pathlib.Path, str]:
+  """korean_food/160, not built: the error's command, run as printed once the sample is in its manual dir."""
+  data_dir = tmp_path_factory.mktemp("data")
+  with pytest.raises(ValueError) as error:
+    pipeline.training_dataset("korean_food/160", data_dir=os.fspath(data_dir))
+  message = str(error.value)
+  command = _command_in(message)
+  assert command == (f"tfds build korean_food --imports korean_food --config 160 --data_dir {data_dir} "
+                     f"--manual_dir {data_dir / 'downloads' / 'manual'}")
+  shutil.copytree(SAMPLE, data_dir / "downloads" / "manual")
+  done = _run(command, tmp_path_factory.mktemp("elsewhere"))
+  assert done.returncode == 0, done.stderr[-3000:]
+  return data_dir, done.stdout + done.stderr
+
+
+def test_the_not_built_hint_builds_the_config_as_printed(built_by_the_hint):
+  data_dir, _ = built_by_the_hint
+  images, labels = next(iter(pipeline.training_dataset("korean_food/160", batch_size=8, data_dir=os.fspath(data_dir))))
+  assert images.shape == (8, 160, 160, 3) and labels.shape == (8,)
+
+
+def test_the_build_summary_names_the_first_skip_reasons(built_by_the_hint):
+  _, output = built_by_the_hint
+  assert "skipped 찌개/김치찌개/Img_119_0006.jpg: empty file" in output
+
+
+def test_a_batch_larger_than_the_split_is_refused_saying_how_large_it_may_be(built_by_the_hint):
+  data_dir, _ = built_by_the_hint
+  train = tfds.builder("korean_food/160", data_dir=os.fspath(data_dir)).info.splits["train"].num_examples
+  assert train < 64
+  with pytest.raises(ValueError, match=rf"batch_size 64 is larger than the {train} examples of korean_food/160 "
+                                       rf"split 'train'.*at most {train}"):
+    pipeline.training_dataset("korean_food/160", batch_size=64, data_dir=os.fspath(data_dir))
+  assert pipeline.training_dataset("korean_food/160", batch_size=train, data_dir=os.fspath(data_dir)).cardinality() == 1
+
+
+@pytest.mark.parametrize("name", ["224px", "-5", "8", "5000"])
+def test_an_invalid_config_name_lists_the_valid_ones(name, tmp_path):
+  with pytest.raises(ValueError, match=re.escape(f"No config '{name}'. {configs.VALID_NAMES}")):
+    tfds.builder(f"korean_food/{name}", data_dir=os.fspath(tmp_path))
+
+
+def test_tfds_build_with_an_invalid_config_lists_the_valid_ones(tmp_path):
+  done = _run(f"tfds build korean_food --imports korean_food --config 224px --data_dir {tmp_path / 'data'}", tmp_path)
+  assert done.returncode != 0
+  assert f"No config '224px'. {configs.VALID_NAMES}" in done.stderr
+  assert "closely match" not in done.stderr
+
+
+def test_a_failed_load_of_a_config_never_built_leaves_nothing_behind(tmp_path):
+  data_dir = tmp_path / "data"
+  with pytest.raises(AssertionError, match="Manual directory"):  # TFDS's: the source is not there.
+    tfds.load("korean_food/225", data_dir=os.fspath(data_dir))
+  assert not (data_dir / "korean_food" / "225").exists()
+  assert not [p for p in data_dir.rglob("*") if p.name == ".photo_datasets.lock"]
+  # What TFDS itself writes for any dataset it is asked for: its config list and an empty downloads folder.
+  assert sorted(str(p.relative_to(data_dir)) for p in data_dir.rglob("*") if p.is_file()) == [
+      "korean_food/.config/metadata.json"]
+
+
+def test_a_failed_build_keeps_the_other_configs_folders(tmp_path):
+  data_dir = tmp_path / "data"
+  tfds.builder("korean_food/64", data_dir=os.fspath(data_dir)).download_and_prepare(
+      download_config=tfds.download.DownloadConfig(manual_dir=os.fspath(SAMPLE)))
+  with pytest.raises(AssertionError):
+    tfds.load("korean_food/225", data_dir=os.fspath(data_dir))
+  assert sorted(p.name for p in (data_dir / "korean_food").iterdir()) == [".config", "64"]
+
+
+@pytest.fixture
+def unwritable(tmp_path) -> pathlib.Path:
+  """A folder this process cannot write: read-only permissions, or for root (whom they do not stop) /sys."""
+  if os.geteuid() == 0:
+    return pathlib.Path("/sys/photo_datasets_test/data")
+  folder = tmp_path / "read_only"
+  folder.mkdir(mode=0o555)
+  return folder / "data"
+
+
+def test_an_unwritable_data_dir_is_one_line_naming_the_folder(unwritable):
+  with pytest.raises(disk.DataDirNotWritable) as error:
+    tfds.builder("korean_food/224", data_dir=os.fspath(unwritable)).download_and_prepare(
+        download_config=tfds.download.DownloadConfig(manual_dir=os.fspath(SAMPLE)))
+  message = str(error.value)
+  assert "\n" not in message and error.value.__cause__ is None
+  existing = next(folder for folder in unwritable.parents if folder.is_dir())
+  assert f"Cannot build korean_food/224: {existing} cannot be written" in message
+  assert f"needs to write {unwritable / 'korean_food' / '224'}" in message and "--data_dir DIR" in message
+
+
+def test_tfds_build_into_an_unwritable_data_dir_ends_with_that_line(unwritable, tmp_path):
+  done = _run(f"tfds build korean_food --imports korean_food --data_dir {unwritable} --manual_dir {SAMPLE}", tmp_path)
+  assert done.returncode != 0
+  last = done.stderr.strip().splitlines()[-1]
+  assert last.startswith("photo_datasets.build.disk.DataDirNotWritable: ") and "cannot be written" in last
+  assert "During handling of the above exception" not in done.stderr
