@@ -93,26 +93,44 @@ def _orientation(image: Image.Image) -> int:
 
 # libjpeg warnings about metadata, not pixels: such a photo decodes completely.
 _TOLERATED_JPEG_WARNINGS = re.compile(r"ICC|JFIF revision|Adobe|Invalid SOS parameters for sequential")
+# JPEG modes the scan decodes with simplejpeg (PIL mode -> its colorspace); others (CMYK) through PIL.
+_STRICT_JPEG_MODES = {"RGB": "RGB", "L": "GRAY"}
 
 
 def check_pixel_data(data: bytes, fmt: str) -> None:
   """What PIL lets pass in the compressed pixels; raises `BadImage`.
 
   PIL decodes a JPEG whose entropy-coded data is damaged without a word
-  (libjpeg only warns, and fills in grey or garbage), so libjpeg-turbo decodes
-  it again at 1/8 scale with its warnings as errors; a PNG's image data is
-  checked against the CRC-32 of each IDAT chunk. Damage that leaves a valid
-  stream (in a BMP's raw pixels, a lossy WebP, or garbage that libjpeg decodes
-  without a warning) cannot be told from a photo: docs/troubleshooting.md.
+  (libjpeg only warns, and fills in grey or garbage): `strict_jpeg_pixels`
+  decodes it with libjpeg-turbo's warnings as errors instead (the scan's one
+  decode of an RGB or greyscale JPEG; here, at 1/8 scale, for the others). A
+  PNG's image data is checked against the CRC-32 of each IDAT chunk. Damage
+  that leaves a valid stream (in a BMP's raw pixels, a lossy WebP, or garbage
+  that libjpeg decodes without a warning) cannot be told from a photo:
+  docs/troubleshooting.md.
   """
   if fmt in ("JPEG", "MPO"):
-    try:
-      simplejpeg.decode_jpeg(data, colorspace="GRAY", strict=True, min_height=1, min_width=1)
-    except ValueError as e:
-      if not _TOLERATED_JPEG_WARNINGS.search(str(e)):
-        raise BadImage(f"damaged JPEG data: {e}") from None
+    strict_jpeg_pixels(data, "GRAY", (1, 1))
   elif fmt == "PNG":
     _check_png_crcs(data)
+
+
+def strict_jpeg_pixels(data: bytes, colorspace: str, size: tuple[int, int]) -> np.ndarray | None:
+  """A JPEG's pixels decoded by libjpeg-turbo at the smallest DCT scale that
+  leaves at least `size` (width, height), with every warning about the
+  compressed data an error (`BadImage`). None where libjpeg warned about
+  metadata only (`_TOLERATED_JPEG_WARNINGS`): the pixels are whole, and the
+  caller decodes them without warnings (simplejpeg gives none then)."""
+  try:
+    pixels: np.ndarray = simplejpeg.decode_jpeg(data, colorspace=colorspace, strict=True,
+                                                min_width=size[0], min_height=size[1])
+  except ValueError as e:
+    if "Premature end of JPEG file" in str(e):  # Worded as PIL words it, for the skip reasons.
+      raise BadImage(f"cannot decode JPEG: image file is truncated ({e})") from None
+    if not _TOLERATED_JPEG_WARNINGS.search(str(e)):
+      raise BadImage(f"damaged JPEG data: {e}") from None
+    return None
+  return pixels
 
 
 _PNG_CHUNK = struct.Struct(">I4s")
@@ -132,9 +150,9 @@ def _check_png_crcs(data: bytes) -> None:
     offset = end + 4
 
 
-def inspect_image(data: bytes) -> ImageCheck:
+def inspect_image(data: bytes, strict: bool = True) -> ImageCheck:
   """Decodes `data` completely and describes it; raises `BadImage` if unusable."""
-  return decode_and_inspect(data)[0]
+  return decode_and_inspect(data, strict)[0]
 
 
 # The scan decodes a JPEG at the smallest DCT scale that keeps this many pixels
@@ -143,9 +161,11 @@ def inspect_image(data: bytes) -> ImageCheck:
 SCAN_SIDE = 224
 
 
-def decode_and_inspect(data: bytes) -> tuple[ImageCheck, Image.Image]:
+def decode_and_inspect(data: bytes, strict: bool = True) -> tuple[ImageCheck, Image.Image]:
   """The scan's one decode: what `inspect_image` says, and the upright RGB
   pixels it decoded (JPEGs at `scan_reduction`). Raises `BadImage`.
+  `strict=False` decodes as PIL alone does, damaged pixel data let through
+  (what `benchmarks/damage_detection.py` compares with).
 
   Every byte is read even at reduced scale, so truncation is caught, at a
   fraction of the cost of a full decode.
@@ -160,18 +180,31 @@ def decode_and_inspect(data: bytes) -> tuple[ImageCheck, Image.Image]:
     raise BadImage("image has no pixels")
   if fmt in ("JPEG", "MPO"):
     _draft(image, _jpeg_reduction(image.size, SCAN_SIDE, 1.0))
-  # The pixels first, strictly: reading the EXIF block first would load a PNG
-  # (its eXIf chunk may follow the image data) with its errors taken for the
-  # tolerated EXIF ones, and leave a partly decoded image.
-  try:
-    image.load()
-  except Exception as e:
-    raise BadImage(f"cannot decode {fmt}: {e}") from None
-  check_pixel_data(data, fmt)
+  array = None
+  strict_jpeg = strict and fmt in ("JPEG", "MPO") and mode in _STRICT_JPEG_MODES
+  if strict_jpeg:
+    # libjpeg-turbo through simplejpeg, strictly, at the scale PIL's draft chose:
+    # the same pixels as PIL's decode (both are libjpeg-turbo), with damage an error.
+    array = strict_jpeg_pixels(data, _STRICT_JPEG_MODES[mode], image.size)
+  if array is not None:
+    decoded = Image.fromarray(array[:, :, 0] if array.shape[2] == 1 else array)
+    if decoded.size != image.size:
+      raise BadImage(f"cannot decode {fmt}: {decoded.size} pixels decoded, {image.size} expected")
+  else:
+    # The pixels first, strictly: reading the EXIF block first would load a PNG
+    # (its eXIf chunk may follow the image data) with its errors taken for the
+    # tolerated EXIF ones, and leave a partly decoded image.
+    try:
+      image.load()
+    except Exception as e:
+      raise BadImage(f"cannot decode {fmt}: {e}") from None
+    if strict and not strict_jpeg:  # A strict JPEG's decode has checked its pixel data already.
+      check_pixel_data(data, fmt)
+    decoded = image
   orientation = _orientation(image)
   upright = (height, width) if swaps_axes(orientation) else (width, height)
   # The hash comes from the pixels just decoded, upright and as they will be stored.
-  pixels = _to_rgb(_upright(image, orientation))
+  pixels = _to_rgb(_upright(decoded, orientation))
   hashes = near_duplicates.photo_hashes(pixels)
   return ImageCheck(fmt, mode, *upright, orientation, hashes), pixels
 
