@@ -10,8 +10,8 @@ What a user holds is then one of:
 * `kfood.zip` joined in name (text) order (`cat kfood.zip.part*`, or
   aihubshell's `sort -V` failing on macOS): found from the zip's own
   structure, its pieces' order worked out, read as it is with a warning that
-  gives the command repairing it in place (`python -m korean_food.download
-  repair kfood.zip`);
+  gives the command repairing it in place (`python -m korean_food repair
+  kfood.zip`);
 * a cut transfer (aihubshell joins what arrived even when curl failed), or a
   missing or short piece: refused before any scan (`DownloadError`), naming
   what is missing and what arrived whole.
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import os
 import re
 import struct
@@ -41,7 +42,7 @@ _ZIP64_LOCATOR = struct.Struct("<4sLQL")
 _ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")
 _CENTRAL = struct.Struct("<4s6H3L5H2L")
 _LOCAL = struct.Struct("<4s5H3L2H")
-_CHECKED_MEMBERS = 64  # Local headers checked per zip: all of the download's 27, a sample of a group zip's.
+_CHECKED_MEMBERS = 1000  # Local headers checked per zip: all of the download's 27, a sample of a group zip's.
 
 
 class _Seekable(Protocol):
@@ -122,11 +123,11 @@ def _directory(f: _Seekable, directory: bytes, entries: int) -> list[_Member] | 
       return "its central directory is not where the end record says"
     *_, csize, usize, name_len, extra_len, comment_len, _, _, _, offset = _CENTRAL.unpack_from(directory, pos)
     start = pos + _CENTRAL.size
-    name = directory[start:start + name_len].decode("utf-8", "replace")
+    name = _decode(directory[start:start + name_len])
     csize, offset = _zip64_fields(directory[start + name_len:start + name_len + extra_len], usize, csize, offset)
     members.append(_Member(name, offset, csize))
     pos = start + name_len + extra_len + comment_len
-  step = max(1, len(members) // _CHECKED_MEMBERS)
+  step = -(-len(members) // _CHECKED_MEMBERS)
   for member in members[::step]:
     if _read_at(f, member.header_offset, 4) != b"PK\x03\x04":
       return f"its directory places {member.name} at byte {member.header_offset}, where no member starts"
@@ -149,6 +150,11 @@ def _zip64_fields(extra: bytes, usize: int, csize: int, offset: int) -> tuple[in
   return csize, offset
 
 
+def _decode(raw: bytes) -> str:
+  from korean_food.corpus import decode_name  # Which imports this module.
+  return decode_name(raw)
+
+
 def _read_at(f: _Seekable, offset: int, size: int) -> bytes:
   f.seek(offset)
   return f.read(size)
@@ -162,9 +168,8 @@ def _local_members(f: _Seekable, size: int) -> Iterator[tuple[str, int, int]]:
     header = _read_at(f, pos, _LOCAL.size)
     if len(header) < _LOCAL.size or header[:4] != b"PK\x03\x04":
       return
-    fields = _LOCAL.unpack(header)
-    flags, csize, usize, name_len, extra_len = fields[2], fields[6], fields[7], fields[8], fields[9]
-    name = _read_at(f, pos + _LOCAL.size, name_len).decode("utf-8", "replace")
+    _, _, flags, _, _, _, _, csize, usize, name_len, extra_len = _LOCAL.unpack(header)
+    name = _decode(_read_at(f, pos + _LOCAL.size, name_len))
     csize, _ = _zip64_fields(_read_at(f, pos + _LOCAL.size + name_len, extra_len), usize, csize, 0)
     if flags & 0x8 and csize == 0:  # Sizes in a data descriptor after the data: cannot follow.
       return
@@ -173,10 +178,10 @@ def _local_members(f: _Seekable, size: int) -> Iterator[tuple[str, int, int]]:
     pos = start + csize
 
 
-def _is_download(f: _Seekable, size: int) -> bool:
-  """A zip of zips: kfood.zip holds the 27 group zips."""
-  first = next(_local_members(f, size), None)
-  return first is not None and first[0].lower().endswith(".zip")
+def _is_download(name: str, f: _Seekable, size: int) -> bool:
+  """kfood.zip, by its name or as a zip of zips (it holds the 27 group zips)."""
+  members = _local_members(f, size)
+  return name.lower() == "kfood.zip" or any(m.lower().endswith(".zip") for m, _, _ in itertools.islice(members, 3))
 
 
 def _whole_groups(f: _Seekable, size: int) -> list[str]:
@@ -254,10 +259,26 @@ def _archive(location: str, base: str, pieces: list[_Piece], covers: tuple[str, 
   return archive
 
 
+def _agrees(f: _Seekable, size: int) -> str | None:
+  """None when the zip's directory agrees with its bytes, its group zips' own
+  included (each piece of the download holds some of their records)."""
+  members = zip_members(f, size)
+  if isinstance(members, str):
+    return members
+  for member in members:
+    if member.name.lower().endswith(".zip") and "__MACOSX" not in member.name:
+      header = _read_at(f, member.header_offset, _LOCAL.size)
+      start = member.header_offset + _LOCAL.size + sum(struct.unpack_from("<2H", header, 26))
+      inner = zip_members(_Slice(f, start), member.size)
+      if isinstance(inner, str):
+        return f"{member.name}, at byte {start:,}, has {inner}"
+  return None
+
+
 def _check_whole(archive: Archive, name: str, form: str) -> None:
   with archive.open() as f:
-    problem = zip_members(f, archive.size)
-    if isinstance(problem, list):
+    problem = _agrees(f, archive.size)
+    if problem is None:
       return
     if problem.startswith("no end record"):
       raise DownloadError(_cut_message(name, form, archive.size, _whole_groups(f, archive.size)))
@@ -291,7 +312,7 @@ def _tar_pieces(path: str) -> dict[str, list[_Piece]]:
   size = os.path.getsize(path)
   groups: dict[str, list[_Piece]] = {}
   with tarfile.open(path, "r:") as tar:
-    for member in tar:
+    for member in _members(tar):
       folder, _, name = member.name.rpartition("/")
       match = PIECE.match(name)
       if match and member.isfile():
@@ -299,6 +320,18 @@ def _tar_pieces(path: str) -> dict[str, list[_Piece]]:
         key = f"{folder}/{match['base']}" if folder else match["base"]
         groups.setdefault(key, []).append(_Piece(f"{path}/{member.name}", int(match["offset"]), extent))
   return groups
+
+
+def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+  """The tar's members, up to where a cut tar ends."""
+  while True:
+    try:
+      member = tar.next()
+    except tarfile.ReadError:  # "unexpected end of data": the tar is cut in a member.
+      return
+    if member is None:
+      return
+    yield member
 
 
 def is_tar(name: str) -> bool:
@@ -361,11 +394,12 @@ def _joined_extents(path: str, size: int, piece_size: int) -> list[Extent]:
 
 
 def _piece_sizes(size: int) -> Iterator[int]:
-  """AIHub's 1 GiB first, then every power of two, whole MiB and whole MB from 1 MiB to 4 GiB
-  that gives more than one order (a join of pieces whose names sort as numbers is no mistake)."""
+  """AIHub's 1 GiB first, then every power of two, whole MiB and whole MB from
+  4 GiB down to 1 MiB that gives more than one order (a join of pieces whose
+  names sort as numbers is no mistake)."""
   seen: set[int] = set()
-  candidates = [1 << 30, *(1 << k for k in range(20, 33)), *range(_MIN_PIECE, _MAX_PIECE + 1, 1 << 20),
-                *range(1_000_000 * 2, _MAX_PIECE + 1, 1_000_000)]
+  candidates = [1 << 30, *(1 << k for k in range(32, 19, -1)), *range(_MAX_PIECE, _MIN_PIECE - 1, -(1 << 20)),
+                *range(_MAX_PIECE // 1_000_000 * 1_000_000, _MIN_PIECE, -1_000_000)]
   for piece_size in candidates:
     last = (size - 1) // piece_size * piece_size
     if piece_size in seen or piece_size >= size or len(str(last)) == len(str(piece_size)):
@@ -396,7 +430,7 @@ def _examine(path: str, size: int, mtime_ns: int) -> Archive | str | None:
       if _read_at(f, _end_record_at(path, size, piece_size), 4) != b"PK\x05\x06":
         continue
       extents = _joined_extents(path, size, piece_size)
-      if isinstance(zip_members(PiecedFile(extents), size), list):
+      if _agrees(PiecedFile(extents), size) is None:
         name = os.path.basename(path)
         count = len(extents)
         return Archive(path, tuple(extents), (path,), note=(
@@ -404,7 +438,7 @@ def _examine(path: str, size: int, mtime_ns: int) -> Archive | str | None:
             f"(`cat {name}.part*` sorts part10737418240 before part2147483648): its bytes are all there, "
             f"and the build reads it in the right order as it is. Other tools cannot open it; "
             f"`python -m korean_food repair {path}` puts it in order in place (no extra disk)."))
-    if _is_download(f, size):
+    if _is_download(os.path.basename(path), f, size):
       raise DownloadError(_cut_message(path, "one file", size, _whole_groups(f, size)))
   return problem
 
