@@ -178,10 +178,10 @@ def _local_members(f: _Seekable, size: int) -> Iterator[tuple[str, int, int]]:
     pos = start + csize
 
 
-def _is_download(name: str, f: _Seekable, size: int) -> bool:
-  """kfood.zip, by its name or as a zip of zips (it holds the 27 group zips)."""
-  members = _local_members(f, size)
-  return name.lower() == "kfood.zip" or any(m.lower().endswith(".zip") for m, _, _ in itertools.islice(members, 3))
+def _is_download(f: _Seekable, size: int) -> bool:
+  """A zip of zips, as kfood.zip holds the 27 group zips (a cut group zip is no download)."""
+  members = itertools.islice(_local_members(f, size), 1000)
+  return any(name.lower().endswith(".zip") for name, _, _ in members)
 
 
 def _whole_groups(f: _Seekable, size: int) -> list[str]:
@@ -438,7 +438,7 @@ def _examine(path: str, size: int, mtime_ns: int) -> Archive | str | None:
             f"(`cat {name}.part*` sorts part10737418240 before part2147483648): its bytes are all there, "
             f"and the build reads it in the right order as it is. Other tools cannot open it; "
             f"`python -m korean_food repair {path}` puts it in order in place (no extra disk)."))
-    if _is_download(os.path.basename(path), f, size):
+    if _is_download(f, size):
       raise DownloadError(_cut_message(path, "one file", size, _whole_groups(f, size)))
   return problem
 
