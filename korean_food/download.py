@@ -7,8 +7,8 @@ What a user holds is then one of:
 
 * the pieces, untarred, at any folder depth: read as one file in offset order;
 * `download.tar` itself: the pieces read at their members' offsets in the tar;
-* `kfood.zip` joined in name (text) order (`cat kfood.zip.part*`, or
-  aihubshell's `sort -V` failing on macOS): found from the zip's own
+* `kfood.zip` joined in name (text) order (a shell glob sorts the pieces
+  as text; aihubshell's `sort -V` has been reported to do so on macOS): found from the zip's own
   structure, its pieces' order worked out, read as it is with a warning that
   gives the command repairing it in place (`python -m korean_food repair
   kfood.zip`);
@@ -29,7 +29,7 @@ import os
 import re
 import struct
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO, Protocol
 
 from photo_datasets.pieces import Extent, PiecedFile
@@ -42,7 +42,8 @@ _ZIP64_LOCATOR = struct.Struct("<4sLQL")
 _ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")
 _CENTRAL = struct.Struct("<4s6H3L5H2L")
 _LOCAL = struct.Struct("<4s5H3L2H")
-_CHECKED_MEMBERS = 1000  # Local headers checked per zip: all of the download's 27, a sample of a group zip's.
+# Local headers checked per zip: all of the download's 27, a sample of each group zip's.
+_CHECKED_MEMBERS, _CHECKED_GROUP_MEMBERS = 1000, 64
 
 
 class _Seekable(Protocol):
@@ -87,7 +88,7 @@ class _Member:
   size: int  # As stored.
 
 
-def zip_members(f: _Seekable, size: int) -> list[_Member] | str:
+def zip_members(f: _Seekable, size: int, checked: int = _CHECKED_MEMBERS) -> list[_Member] | str:
   """The members of the zip in `f` if its end record, central directory and
   (a sample of) local headers agree where a zip has them; else what is wrong."""
   tail_size = min(size, _EOCD.size + 0xFFFF)
@@ -111,12 +112,12 @@ def zip_members(f: _Seekable, size: int) -> list[_Member] | str:
   if cd_offset + cd_size != end:
     return "its central directory is not where the end record says"
   try:
-    return _directory(f, _read_at(f, cd_offset, cd_size), entries)
+    return _directory(f, _read_at(f, cd_offset, cd_size), entries, checked)
   except struct.error:
     return "its central directory is cut short"
 
 
-def _directory(f: _Seekable, directory: bytes, entries: int) -> list[_Member] | str:
+def _directory(f: _Seekable, directory: bytes, entries: int, checked: int) -> list[_Member] | str:
   members, pos = [], 0
   for _ in range(entries):
     if directory[pos:pos + 4] != b"PK\x01\x02":
@@ -127,7 +128,7 @@ def _directory(f: _Seekable, directory: bytes, entries: int) -> list[_Member] | 
     csize, offset = _zip64_fields(directory[start + name_len:start + name_len + extra_len], usize, csize, offset)
     members.append(_Member(name, offset, csize))
     pos = start + name_len + extra_len + comment_len
-  step = -(-len(members) // _CHECKED_MEMBERS)
+  step = -(-len(members) // checked)
   for member in members[::step]:
     if _read_at(f, member.header_offset, 4) != b"PK\x03\x04":
       return f"its directory places {member.name} at byte {member.header_offset}, where no member starts"
@@ -190,7 +191,7 @@ def _whole_groups(f: _Seekable, size: int) -> list[str]:
   for name, start, csize in _local_members(f, size):
     if start + csize > size:
       break
-    if name.lower().endswith(".zip") and isinstance(zip_members(_Slice(f, start), csize), list):
+    if name.lower().endswith(".zip") and isinstance(zip_members(_Slice(f, start), csize, _CHECKED_GROUP_MEMBERS), list):
       whole.append(name.rsplit("/", 1)[-1])
   return whole
 
@@ -255,7 +256,7 @@ def _archive(location: str, base: str, pieces: list[_Piece], covers: tuple[str, 
   _check_pieces(base, pieces)
   pieces = sorted(pieces, key=lambda p: p.offset)
   archive = Archive(location, tuple(p.extent for p in pieces), covers)
-  _check_whole(archive, base, f"{len(pieces)} pieces")
+  _check_whole(archive, base, f"{len(pieces)} pieces in {os.path.dirname(location)}")
   return archive
 
 
@@ -266,21 +267,34 @@ def _agrees(f: _Seekable, size: int) -> str | None:
   if isinstance(members, str):
     return members
   for member in members:
-    if member.name.lower().endswith(".zip") and "__MACOSX" not in member.name:
+    if member.name.lower().endswith(".zip"):
       header = _read_at(f, member.header_offset, _LOCAL.size)
       start = member.header_offset + _LOCAL.size + sum(struct.unpack_from("<2H", header, 26))
-      inner = zip_members(_Slice(f, start), member.size)
+      if _read_at(f, start, 4) != b"PK\x03\x04":  # Compressed, or no zip (an AppleDouble `._구이.zip`).
+        continue
+      inner = zip_members(_Slice(f, start), member.size, _CHECKED_GROUP_MEMBERS)
       if isinstance(inner, str):
         return f"{member.name}, at byte {start:,}, has {inner}"
   return None
 
 
+@functools.lru_cache(maxsize=16)
+def _problem(extents: tuple[Extent, ...], stamps: tuple[tuple[int, int], ...]) -> str | None:
+  """`_agrees` of the extents read as one file, once per state of the files (`stamps`)."""
+  with PiecedFile(list(extents)) as f:
+    return _agrees(f, f.size)
+
+
+def _stamps(paths: Iterable[str]) -> tuple[tuple[int, int], ...]:
+  return tuple((os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in paths)
+
+
 def _check_whole(archive: Archive, name: str, form: str) -> None:
-  with archive.open() as f:
-    problem = _agrees(f, archive.size)
-    if problem is None:
-      return
-    if problem.startswith("no end record"):
+  problem = _problem(archive.extents, _stamps(sorted({e.path for e in archive.extents})))
+  if problem is None:
+    return
+  if problem.startswith("no end record"):
+    with archive.open() as f:
       raise DownloadError(_cut_message(name, form, archive.size, _whole_groups(f, archive.size)))
   raise DownloadError(f"{name} ({form}, {archive.size:,} bytes): the pieces fit by their names, but the zip "
                       f"does not: {problem}. Download it again ({DOWNLOAD_COMMAND}).")
@@ -435,7 +449,7 @@ def _examine(path: str, size: int, mtime_ns: int) -> Archive | str | None:
         count = len(extents)
         return Archive(path, tuple(extents), (path,), note=(
             f"{path} is the download's {count} pieces of {_human(piece_size)} joined in name order "
-            f"(`cat {name}.part*` sorts part10737418240 before part2147483648): its bytes are all there, "
+            f"(as text, {name}.part10737418240 sorts before {name}.part2147483648): its bytes are all there, "
             f"and the build reads it in the right order as it is. Other tools cannot open it; "
             f"`python -m korean_food repair {path}` puts it in order in place (no extra disk)."))
     if _is_download(f, size):

@@ -349,7 +349,7 @@ def write_tar(pieces: Sequence[pathlib.Path], tar_path: PathLike, folder: str) -
 
 
 def join_in_name_order(pieces: Sequence[pathlib.Path], out_path: PathLike) -> None:
-  """The pieces joined as `cat kfood.zip.part*` does: in text order of their names."""
+  """The pieces joined in the text order of their names, as a shell glob lists them."""
   with open(out_path, "wb") as out:
     at = 0
     for piece in sorted(pieces, key=lambda p: p.name):
