@@ -6,7 +6,10 @@ Stored zip members, inner zips included, are read in place through a window
 on the outer file; nothing is extracted. (Python's own seek on a zip member
 re-reads it from the start, which is quadratic for a 600 MB inner zip.) A
 compressed inner zip, as a user's re-zipping may produce, is copied to a
-temporary file first.
+temporary file first. The download's other forms (pieces named by offset,
+`download.tar`, a zip joined in name order) are read through
+`download.Archive`s as one file; a worker reads a photo in its piece unless
+it straddles two.
 
 Names are decoded as the corpus needs: a member with the zip UTF-8 flag is
 taken as is; otherwise its raw bytes are tried as UTF-8, then CP949. Folder

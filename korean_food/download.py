@@ -353,9 +353,9 @@ def is_tar(name: str) -> bool:
 
 
 def find(root: str | os.PathLike[str]) -> list[Archive]:
-  """Every zip of the download under `root` held as pieces or in a tar,
-  checked; raises `DownloadError` for one that is incomplete. A second copy
-  of the same zip (the tar and its untarred pieces) is left out, with a note."""
+  """Every zip under `root` held as pieces, in a tar or joined in name order,
+  checked; raises `DownloadError` for an incomplete download. A second copy
+  of one zip (a tar and its untarred pieces) gets no extents, and a note."""
   plain: dict[tuple[str, int], str] = {}  # (name, size) -> a zip on disk that reads in place.
   archives: list[Archive] = []  # Joined out of order, then pieces on disk, then in tars.
   pieced: list[Archive] = []
@@ -429,13 +429,13 @@ def _end_record_at(path: str, size: int, piece_size: int) -> int:
   return size - _EOCD.size - (len(offsets) - 1 - last) * piece_size
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=256)
 def _examine(path: str, size: int, mtime_ns: int) -> Archive | str | None:
   """A zip on disk: None when it reads in place, an `Archive` when it is a
   name-order join, else why it cannot be read (a `DownloadError` message
   when it is the download cut short)."""
   with open(path, "rb") as f:
-    problem = zip_members(f, size)
+    problem = zip_members(f, size, _CHECKED_GROUP_MEMBERS)
     if not isinstance(problem, str):
       return None
     if _read_at(f, 0, 4) != b"PK\x03\x04":
