@@ -453,7 +453,7 @@ def _examine(path: str, size: int, mtime_ns: int) -> Archive | str | None:
             f"and the build reads it in the right order as it is. Other tools cannot open it; "
             f"`python -m korean_food repair {path}` puts it in order in place (no extra disk)."))
     if _is_download(f, size):
-      raise DownloadError(_cut_message(path, "one file", size, _whole_groups(f, size)))
+      raise DownloadError(_cut_message(path, "joined", size, _whole_groups(f, size)))
   return problem
 
 
