@@ -27,6 +27,14 @@ decode and hashes, the conversion, SHA-256, the naive loop's decode).
 perceptual hashes per photo (the scan with them against the scan without) and
 the grouping of 150,000 photos' hashes.
 
+`--download_forms R` measures instead what reading the download as AIHub
+sends it costs: `224` builds (scan included, every core) of the same kfood.zip
+as it is, as its pieces named by offset (`--piece_mb`, 16 by default: more
+piece boundaries per photo than AIHub's 1 GiB), as `download.tar` holding
+them, and joined in name order, interleaved, R rounds; it prints the medians
+of wall seconds and of CPU seconds (main process and workers) per photo, and
+each form's ratio to kfood.zip. On a shared machine quote the CPU-second ratio.
+
 `--scaling 1 2 4 8 16` measures instead how the per-photo work of a `224`
 build (scan: full decode check and SHA-256; conversion: decode at reduced
 scale, resize, encode) spreads over N workers through the package's worker
@@ -198,9 +206,11 @@ def _build_in_this_process(config: str, manual_dir: str, data_dir: str, workers:
   builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=manual_dir))
   seconds, main_cpu = time.perf_counter() - start, time.process_time() - cpu_start
   examples = sum(split.num_examples for split in builder.info.splits.values())
+  workers_usage = resource.getrusage(resource.RUSAGE_CHILDREN)
   print("RESULT " + json.dumps({
       "seconds": seconds, "examples": examples, "rss_mb": _peak_rss_mb(), "main_cpu_seconds": main_cpu,
-      "worker_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+      "worker_rss_mb": workers_usage.ru_maxrss / 1024,
+      "cpu_seconds": main_cpu + workers_usage.ru_utime + workers_usage.ru_stime,
   }))
 
 
@@ -220,6 +230,38 @@ def build(config: str, manual_dir: str, data_dir: str, workers: int, tfds_buffer
       check=True, capture_output=True, text=True)
   (line,) = [entry for entry in out.stdout.splitlines() if entry.startswith("RESULT ")]
   return json.loads(line.removeprefix("RESULT "))
+
+
+def download_forms(workdir: str, count: int, rounds: int, workers: int, piece_mb: int, realdata: Any) -> None:
+  """`224` builds of one corpus in each form the download arrives in, interleaved."""
+  from photo_datasets import testing
+  plain = f"{workdir}/forms/zip"
+  corpus = benchmark_corpus.write_kfood_zip(plain, count, realdata=realdata)
+  pieces = testing.write_pieces(f"{plain}/kfood.zip", f"{workdir}/forms/pieces/21.한국음식", piece_mb << 20)
+  os.makedirs(f"{workdir}/forms/tar")
+  testing.write_tar(pieces, f"{workdir}/forms/tar/download.tar", "21.한국음식")
+  os.makedirs(f"{workdir}/forms/joined")
+  testing.join_in_name_order(pieces, f"{workdir}/forms/joined/kfood.zip")
+  forms = ["zip", "pieces", "tar", "joined"]
+  results: dict[str, list[dict[str, Any]]] = {form: [] for form in forms}
+  for round_ in range(rounds):
+    for form in forms:
+      data_dir = f"{workdir}/forms/data_{form}_{round_}"
+      results[form].append(build("224", f"{workdir}/forms/{form}", data_dir, workers))
+      shutil.rmtree(data_dir)
+  size = os.path.getsize(f"{plain}/kfood.zip")
+  print(f"\n{count} photos, {corpus}; kfood.zip {size / 2**20:.0f} MB, {len(pieces)} pieces of {piece_mb} MiB; "
+        f"224 builds, {workers} workers, {rounds} interleaved rounds, medians; "
+        f"{len(os.sched_getaffinity(0))} cores")
+  print(f"{'form':10} {'wall s':>8} {'CPU s':>8} {'CPU ms/photo':>13} {'wall ratio':>11} {'CPU ratio':>10}")
+  base_wall = float(np.median([r["seconds"] for r in results["zip"]]))
+  base_cpu = float(np.median([r["cpu_seconds"] for r in results["zip"]]))
+  for form in forms:
+    wall = float(np.median([r["seconds"] for r in results[form]]))
+    cpu = float(np.median([r["cpu_seconds"] for r in results[form]]))
+    assert {r["examples"] for r in results[form]} == {results["zip"][0]["examples"]}, form
+    print(f"{form:10} {wall:8.2f} {cpu:8.2f} {cpu / count * 1e3:13.2f} {wall / base_wall:11.3f} "
+          f"{cpu / base_cpu:10.3f}")
 
 
 def read_rate(data_dir: str) -> tuple[int, float]:
@@ -252,6 +294,10 @@ def main() -> None:
                       help="only time each step of one photo's work on one core")
   parser.add_argument("--scaling", type=int, nargs="+", metavar="N",
                       help="only measure the per-photo work on N workers (no TensorFlow needed)")
+  parser.add_argument("--download_forms", type=int, metavar="R",
+                      help="only compare 224 builds of kfood.zip, its pieces, download.tar and a name-order join, "
+                           "R interleaved rounds")
+  parser.add_argument("--piece_mb", type=int, default=16, help="with --download_forms: the pieces' size")
   parser.add_argument("--workdir", default="/tmp/photo_datasets_bench")
   parser.add_argument("--_build", nargs=5, help=argparse.SUPPRESS)
   args = parser.parse_args()
@@ -267,6 +313,11 @@ def main() -> None:
     return
   if args.near_duplicates:
     near_duplicate_costs(args.images)
+    return
+  if args.download_forms:
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    realdata = None if args.generated else benchmark_corpus.REALDATA
+    download_forms(args.workdir, args.images, args.download_forms, args.workers, args.piece_mb, realdata)
     return
 
   shutil.rmtree(args.workdir, ignore_errors=True)

@@ -6,7 +6,10 @@ Stored zip members, inner zips included, are read in place through a window
 on the outer file; nothing is extracted. (Python's own seek on a zip member
 re-reads it from the start, which is quadratic for a 600 MB inner zip.) A
 compressed inner zip, as a user's re-zipping may produce, is copied to a
-temporary file first.
+temporary file first. The download's other forms (pieces named by offset,
+`download.tar`, a zip joined in name order) are read through
+`download.Archive`s as one file; a worker reads a photo in its piece unless
+it straddles two.
 
 Names are decoded as the corpus needs: a member with the zip UTF-8 flag is
 taken as is; otherwise its raw bytes are tried as UTF-8, then CP949. Folder
@@ -27,8 +30,10 @@ import zipfile
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+from korean_food import download
 from korean_food.classes import nfc
 from photo_datasets.build.scan import READABLE_ZIP_METHODS, Span
+from photo_datasets.photos.pieces import PiecedFile, whole_file
 
 _UTF8_FLAG = 0x800
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., name length, extra length
@@ -123,8 +128,9 @@ def _is_zip(name: str) -> bool:
 
 
 def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...], first: Callable[[str], bool],
-              disk: tuple[str, int] | None) -> Iterator[tuple[CorpusFile, zipfile.ZipFile]]:
-  """`disk`: the file that holds `zf`'s bytes and where they start in it, or None."""
+              disk: tuple[PiecedFile, int] | None) -> Iterator[tuple[CorpusFile, zipfile.ZipFile]]:
+  """`disk`: the file on disk (or made of pieces) that holds `zf`'s bytes and
+  where they start in it, or None."""
   # Stable: the files named by `first`, then the rest in archive order.
   for info in sorted(zf.infolist(), key=lambda info: not first(info.filename.rsplit("/", 1)[-1])):
     if info.is_dir():
@@ -145,42 +151,83 @@ def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...], first: Callable[[s
       yield CorpusFile(parts, location + (info.filename,), span=_member_span(info, disk), size=info.file_size), zf
 
 
-def _member_span(info: zipfile.ZipInfo, disk: tuple[str, int] | None) -> Span | None:
+def _member_span(info: zipfile.ZipInfo, disk: tuple[PiecedFile, int] | None) -> Span | None:
+  """Where a worker reads the member: in the file (or the piece) that holds
+  all of it; None where it straddles two pieces (the listing reads it)."""
   if disk is None or info.compress_type not in READABLE_ZIP_METHODS or info.flag_bits & 0x1:  # 0x1: encrypted.
     return None
-  path, start = disk
-  return Span(path, start + info.header_offset, info.compress_size, info.compress_type, info.CRC)
+  file, start = disk
+  offset = start + info.header_offset
+  # The local header's extra field may differ from the directory's: with a
+  # margin, then exactly where the margin crosses a piece's end.
+  size = _LOCAL_HEADER.size + len(info.orig_filename.encode("utf-8")) + len(info.extra) + info.compress_size
+  place = file.locate(offset, size + 1024) if len(file.extents) > 1 else (file.extents[0].path, offset)
+  if place is None:
+    file.seek(offset)
+    signature, name_len, extra_len = _LOCAL_HEADER.unpack(file.read(_LOCAL_HEADER.size))
+    place = file.locate(offset, _LOCAL_HEADER.size + name_len + extra_len + info.compress_size)
+    if place is None or signature != b"PK\x03\x04":
+      return None
+  return Span(place[0], place[1], info.compress_size, info.compress_type, info.CRC)
 
 
 def walk(root: str | os.PathLike[str], first: Callable[[str], bool] = lambda name: False,
-         ) -> Iterator[tuple[CorpusFile, Callable[[], bytes]]]:
+         archives: list[download.Archive] | None = None) -> Iterator[tuple[CorpusFile, Callable[[], bytes]]]:
   """Yields every file under `root` (zips opened) with a function reading it.
 
   In each folder and archive, the files whose name `first` accepts come
   first (the crop files, so that the photos after them have their boxes).
+  The download's zips held in pieces, in a tar or joined out of order are
+  read as `archives` (default: `download.find(root)`, which raises
+  `download.DownloadError` for an incomplete download) say.
 
   A zip that cannot be opened is yielded itself, marked `bad_archive`. The
   reader is valid until the next file is yielded.
   """
   root = os.fspath(root)
+  archives = download.find(root) if archives is None else archives
+  covered = {path for archive in archives for path in archive.covers}
+  starts: dict[str, list[download.Archive]] = {}
+  for archive in archives:
+    starts.setdefault(archive.covers[0], []).append(archive)
   for dirpath, dirnames, filenames in os.walk(root):
     dirnames.sort()
     rel = os.path.relpath(dirpath, root)
     folder = () if rel == "." else tuple(disk_name(p) for p in rel.split(os.sep))
     for file in sorted(filenames, key=lambda name: (not first(name), name)):
       path = os.path.join(dirpath, file)
-      if _is_zip(file):
+      if path in covered:
+        for archive in starts.get(path, []):
+          yield from _walk_archive(archive, folder, first)
+      elif _is_zip(file):
         try:
           zf = zipfile.ZipFile(path)
         except zipfile.BadZipFile:
           yield CorpusFile(folder + (disk_name(file),), (path,), bad_archive=True), functools.partial(_bad_zip, path)
           continue
         with zf:
-          for corpus_file, owner in _walk_zip(zf, (path,), first, (path, 0)):
+          for corpus_file, owner in _walk_zip(zf, (path,), first, (whole_file(path, os.path.getsize(path)), 0)):
             yield corpus_file, functools.partial(owner.read, corpus_file.location[-1])
       else:
         corpus_file = CorpusFile(folder + (disk_name(file),), (path,), span=Span(path), size=os.path.getsize(path))
         yield corpus_file, functools.partial(_read_file, path)
+
+
+def _walk_archive(archive: download.Archive, folder: tuple[str, ...], first: Callable[[str], bool],
+                  ) -> Iterator[tuple[CorpusFile, Callable[[], bytes]]]:
+  if not archive.extents:  # A second copy of a zip read elsewhere.
+    return
+  name = download.zip_name(archive.location)
+  with archive.open() as view:
+    try:
+      zf = zipfile.ZipFile(view)
+    except zipfile.BadZipFile:
+      yield CorpusFile(folder + (name,), (archive.location,), bad_archive=True), functools.partial(
+          _bad_zip, archive.location)
+      return
+    with zf:
+      for corpus_file, owner in _walk_zip(zf, (archive.location,), first, (view, 0)):
+        yield corpus_file, functools.partial(owner.read, corpus_file.location[-1])
 
 
 def _read_file(path: str) -> bytes:
@@ -206,15 +253,15 @@ class Reader:
 
   def __exit__(self, *exc_info: object) -> None:
     for zf in reversed(list(self._open.values())):
-      zf.close()
+      _close(zf)
     self._open.clear()
 
   def _zip(self, location: tuple[str, ...]) -> zipfile.ZipFile:
     if location not in self._open:
       for key in [k for k in self._open if k != location[: len(k)]]:
-        self._open.pop(key).close()
+        _close(self._open.pop(key))
       if len(location) == 1:
-        self._open[location] = zipfile.ZipFile(location[0])
+        self._open[location] = zipfile.ZipFile(download.open_archive(location[0]))
       else:
         parent = self._zip(location[:-1])
         member, _ = _open_member(parent, parent.getinfo(location[-1]))
@@ -225,3 +272,11 @@ class Reader:
     if len(location) == 1:
       return _read_file(location[0])
     return self._zip(location[:-1]).read(location[-1])
+
+
+def _close(zf: zipfile.ZipFile) -> None:
+  """Closes a zip and the pieces it reads through (which `ZipFile` leaves open)."""
+  fp = zf.fp
+  zf.close()
+  if isinstance(fp, PiecedFile):
+    fp.close()

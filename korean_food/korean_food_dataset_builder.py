@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 from etils import epath
 
-from korean_food import classes, corpus, listing
+from korean_food import classes, corpus, download, listing
 from korean_food.listing import CorpusListing
 from photo_datasets.build import builder, generation, scan
 from photo_datasets.build.generation import Example
@@ -39,13 +39,18 @@ class Builder(builder.PhotoBuilder):
   2. Download it with the web page's INNORIX agent (PC only), or with AIHub's
      command-line client:
        aihubshell -mode d -datasetkey 79 -filekey 50036
-     then join the received `kfood.zip.partN` pieces in order:
-       cat kfood.zip.part* > kfood.zip
+     AIHub sends `download.tar`, holding kfood.zip in 1 GiB pieces named by
+     their starting byte offset (`kfood.zip.part0`, `kfood.zip.part1073741824`,
+     ...), which aihubshell joins into kfood.zip. Do not join them yourself:
+     the builder reads whatever arrived as it is.
   3. Put into the manual dir (default `~/tensorflow_datasets/downloads/manual/`)
-     any of: `kfood.zip` (about 16 GB; read in place, not extracted), some or
-     all of its inner `<group>.zip` files (e.g. `구이.zip`), or an extracted
-     tree with the images in one folder per class (`kfood/구이/갈비구이/...`,
-     any depth).
+     any of: `kfood.zip` (about 16 GB; read in place, not extracted), the
+     `kfood.zip.part<offset>` pieces (any folder), `download.tar` as the API
+     sends it, some or all of the inner `<group>.zip` files (e.g. `구이.zip`),
+     or an extracted tree with the images in one folder per class
+     (`kfood/구이/갈비구이/...`, any depth). A kfood.zip joined in the wrong
+     order is read too; a cut download or a missing piece is refused before
+     the scan, naming what is missing. (docs/downloads.md)
   """
 
   def _info(self) -> tfds.core.DatasetInfo:
@@ -68,6 +73,7 @@ class Builder(builder.PhotoBuilder):
 
   def _find_source(self, dl_manager: tfds.download.DownloadManager) -> epath.Path:
     manual_dir: epath.Path = dl_manager.manual_dir
+    download.find(manual_dir)  # An incomplete download is refused here, before the scan.
     return manual_dir
 
   def _list_source(self, source: epath.Path, report: BuildReport) -> CorpusListing:

@@ -5,8 +5,10 @@ Each rule of the corpus has its home here:
 * junk: macOS and Windows by-products (`__MACOSX/`, `._*`, `.DS_Store`,
   `Thumbs.db`) and every file that is neither an image nor a zip, such as
   `org_url.csv`: counted as ignored;
-* download pieces: `kfood.zip.partN` files left by aihubshell: ignored, with a
-  warning that says how to join them;
+* the download's own forms (pieces named by offset, `download.tar`, a zip
+  joined in name order): read as they are by `download`; what it found goes
+  into the warnings; a browser's unfinished `kfood.zip.part`: ignored, with a
+  warning;
 * unreadable archives (reported by the walker): skipped with the reason;
 * crop files: `crop_area.properties`, parsed into boxes per class folder;
 * class folders: the folder holding an image must be one of the 150 classes;
@@ -20,13 +22,13 @@ import os
 import re
 from collections.abc import Iterator
 
-from korean_food import classes, corpus, crop_areas
+from korean_food import classes, corpus, crop_areas, download
 from photo_datasets.build.scan import Candidate
 from photo_datasets.photos.images import IMAGE_SUFFIXES
 from photo_datasets.report import BuildReport
 
 CROP_FILE = "crop_area.properties"
-_DOWNLOAD_PIECE = re.compile(r"\.zip\.part\d*$", re.IGNORECASE)
+_UNFINISHED = re.compile(r"\.zip\.part$", re.IGNORECASE)  # A browser's download in progress.
 _PREFIX = re.compile(r"^img_(\d{3})_", re.IGNORECASE)
 
 
@@ -54,7 +56,9 @@ class CorpusListing:
   def __iter__(self) -> Iterator[Candidate]:
     report = self.report
     report.counts["bad crop lines"] = 0
-    for file, read in corpus.walk(self.root, first=lambda name: name.lower() == CROP_FILE):
+    archives = download.find(self.root)
+    report.warnings += [archive.note for archive in archives if archive.note]
+    for file, read in corpus.walk(self.root, first=lambda name: name.lower() == CROP_FILE, archives=archives):
       folder = file.parts[-2] if len(file.parts) > 1 else ""
       if file.name.lower() == CROP_FILE:
         parsed = crop_areas.parse_crop_areas(read())
@@ -62,10 +66,10 @@ class CorpusListing:
         report.counts["bad crop lines"] += len(parsed.bad_lines)
       elif is_junk(file.parts):
         report.ignored_files += 1
-        if _DOWNLOAD_PIECE.search(file.name):
+        if _UNFINISHED.search(file.name):
           report.warnings.append(
-              f"{file.name} is a piece of the aihubshell download: join the pieces "
-              f"in order (cat kfood.zip.part* > kfood.zip) and keep only kfood.zip")
+              f"{file.name} is an unfinished download (a browser's partial file): let it finish "
+              f"or download again; the build read the rest")
       elif file.bad_archive:
         report.skip("/".join(file.parts), "not a readable zip archive (truncated or incomplete download?)")
       elif (food := classes.class_by_name().get(folder)) is None:
