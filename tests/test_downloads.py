@@ -330,5 +330,5 @@ def test_a_cut_download_stops_the_build_before_the_scan_with_nothing_built(reali
   with pytest.raises(download.DownloadError, match="the transfer was cut"):
     build("korean_food/224", tmp_path / "data", manual, download_dir=tmp_path / "downloads", workers=2)
   config_dir = tmp_path / "data" / "korean_food" / "224"
-  assert [p.name for p in config_dir.iterdir()] == [".photo_datasets.lock"]  # No version, whole or half-built.
+  assert not config_dir.exists()  # No version, whole or half-built, and no lock: it was never built.
   assert not (tmp_path / "downloads" / "scans").exists()  # No scan was made.
