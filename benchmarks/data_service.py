@@ -112,31 +112,6 @@ def photos_dir(photos: str | None, workdir: str, count: int) -> tuple[str, str]:
   return (photos, f"--photos {photos}") if photos else harness.made_corpus(workdir, count)
 
 
-def _unwatched(make: Callable[[], tf.data.Dataset]) -> Callable[[], tf.data.Dataset]:
-  """`make` with `data_service.watched` turned off while it builds."""
-
-  def without() -> tf.data.Dataset:
-    watched = data_service.watched
-    data_service.watched = lambda ds, timeout_s, service: ds  # type: ignore[assignment]
-    try:
-      return make()
-    finally:
-      data_service.watched = watched
-
-  return without
-
-
-def _compressed(make: Callable[[], tf.data.Dataset]) -> Callable[[], tf.data.Dataset]:
-  def with_compression() -> tf.data.Dataset:
-    data_service.COMPRESSION = "AUTO"  # type: ignore[assignment]
-    try:
-      return make()
-    finally:
-      data_service.COMPRESSION = None
-
-  return with_compression
-
-
 @dataclasses.dataclass
 class Epoch:
   """One timed pass: its images and when its first batch, its last batch and its end came."""
@@ -237,12 +212,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
   os.makedirs(log_dir, exist_ok=True)
   one, two = LocalService(1, log_dir), LocalService(2, log_dir)
   try:
-    def make(service: LocalService | None) -> Callable[[], tf.data.Dataset]:
+    def make(service: LocalService | None, **options: Any) -> Callable[[], tf.data.Dataset]:
+      served = data_service.Service(service.address, **options) if service else None
       return lambda: pipeline.training_dataset(NAME, split=SPLIT, batch_size=args.batch_size, data_dir=data_dir,
-                                               data_service=service.address if service else None)
+                                               data_service=served)
 
-    makers = {"in_process": make(None), "service_1": make(one), "service_1_compressed": _compressed(make(one)),
-              "service_1_unwatched": _unwatched(make(one)), "service_2": make(two)}
+    makers = {"in_process": make(None), "service_1": make(one), "service_1_compressed": make(one, compression="AUTO"),
+              "service_1_unwatched": make(one, watchdog=False), "service_2": make(two)}
     services = {"in_process": None, "service_1": one, "service_1_compressed": one, "service_1_unwatched": one,
                 "service_2": two}
     load_before = harness.load_average()

@@ -57,6 +57,7 @@ Choices, in one place:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import os
 import queue
@@ -78,6 +79,27 @@ STALL_TIMEOUT_S = 60.0
 STALL_TIMEOUT_ENV = "PHOTO_DATASETS_STALL_TIMEOUT_S"
 # Batches the watchdog holds ahead of the trainer (the service client buffers more).
 _WATCHDOG_QUEUE = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Service:
+  """A tf.data service dispatcher and how to read from it, for `pipeline`'s
+  `data_service=` (a plain `"grpc://HOST:PORT"` string takes the defaults).
+
+  compression: `None` (off, measured best here) or `"AUTO"` (snappy on the
+    workers, undone in the trainer).
+  stall_timeout_s: the watchdog's timeout (`stall_timeout`); `watchdog=False`
+    reads without it (a lost worker then hangs the epoch, as TensorFlow does).
+  """
+
+  address: str
+  compression: str | None = COMPRESSION
+  stall_timeout_s: float | None = None
+  watchdog: bool = True
+
+  @classmethod
+  def of(cls, service: str | Service) -> Service:
+    return service if isinstance(service, Service) else cls(service)
 _ADDRESS = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})")
 
 
@@ -114,8 +136,8 @@ def stall_timeout(stall_timeout_s: float | None = None) -> float:
   return stall_timeout_s
 
 
-def distribute(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], service: str, *, training: bool,
-               seed: int | None, batch_size: int | None = None,
+def distribute(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], service: str | Service, *,
+               training: bool, seed: int | None, batch_size: int | None = None,
                stall_timeout_s: float | None = None) -> tf.data.Dataset:
   """`ds` (batched) produced by the tf.data service at `service`, watched for lost workers.
 
@@ -126,7 +148,8 @@ def distribute(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], ser
       Or a function making the pipeline of one epoch from an int64 seed (a
       seeded training pipeline): every epoch then gets its own seed, drawn
       from `seed`, so epochs differ and a run repeats.
-    service: `"grpc://HOST:PORT"` of the dispatcher.
+    service: `"grpc://HOST:PORT"` of the dispatcher, or a `Service` saying
+      how to read from it.
     training: whether `ds` is the training pipeline (the same mode either way;
       with `batch_size`, training drops the remainder).
     seed: the pipeline's seed: where `ds` is a function, the seed of the
@@ -136,7 +159,7 @@ def distribute(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], ser
       the last, for training the remainder dropped. Without it, each worker's
       last batch is as the workers made it.
     stall_timeout_s: seconds without a batch after which the epoch stops with
-      a `WorkerLostError` message; default `stall_timeout()`.
+      a `WorkerLostError` message; default the `Service`'s, else `stall_timeout()`.
 
   Returns:
     A dataset of the same elements, each iteration one epoch of the service.
@@ -144,14 +167,16 @@ def distribute(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], ser
   Raises:
     ValueError: on a malformed address or timeout, or a function without a seed.
   """
-  parse_address(service)
-  timeout = stall_timeout(stall_timeout_s)
+  options = Service.of(service)
+  address = options.address
+  parse_address(address)
+  timeout = stall_timeout(stall_timeout_s if stall_timeout_s is not None else options.stall_timeout_s)
   if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
     raise ValueError(f"batch_size must be >= 1, got {batch_size!r}.")
 
   def served(epoch: tf.data.Dataset) -> tf.data.Dataset:
     return epoch.apply(tf.data.experimental.service.distribute(
-        processing_mode=PROCESSING_MODE, service=service, compression=COMPRESSION))
+        processing_mode=PROCESSING_MODE, service=address, compression=options.compression))
 
   if isinstance(ds, tf.data.Dataset):
     epochs = served(ds)
@@ -161,7 +186,7 @@ def distribute(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], ser
     # Each iteration draws the next seed, and the service runs that epoch's pipeline as a job of its own.
     epoch_seed = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).take(1)
     epochs = epoch_seed.flat_map(lambda epoch: served(ds(epoch)))
-  watched_epochs = watched(epochs, timeout, service)
+  watched_epochs = watched(epochs, timeout, address) if options.watchdog else epochs
   if batch_size is None:
     return watched_epochs
   regrouped: tf.data.Dataset = watched_epochs.rebatch(batch_size, drop_remainder=training)

@@ -62,6 +62,7 @@ import keras
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from photo_datasets import data_service as service
 from photo_datasets.reading import built
 from photo_datasets.reading.models import rescaling_layer as rescaling_layer  # Part of this module's API.
 
@@ -93,7 +94,7 @@ def training_dataset(
     shuffle_buffer: int = 2048,
     seed: int | None = None,
     input_context: tf.distribute.InputContext | None = None,
-    data_service: str | None = None,
+    data_service: str | service.Service | None = None,
     cache: str | None = None,
 ) -> tf.data.Dataset:
   """Shuffled, augmented, batched, prefetched `(images, labels)` for `model.fit`.
@@ -113,8 +114,9 @@ def training_dataset(
       parallel decoding ordered); each epoch still differs from the last.
     input_context: from `tf.distribute.Strategy.distribute_datasets_from_function`;
       each input pipeline gets a disjoint part of the examples.
-    data_service: `"grpc://HOST:PORT"` of a tf.data service dispatcher: the
-      reading, decoding and augmentation run on its workers
+    data_service: `"grpc://HOST:PORT"` of a tf.data service dispatcher (or a
+      `data_service.Service`, for its compression and watchdog): the reading,
+      decoding and augmentation run on its workers
       (`photo_datasets.data_service`), which stream the batches here.
     cache: `None` (read and decode every epoch), `"memory"`, or a directory
       for a disk cache (a local disk): the decoded images of a sized config
@@ -179,7 +181,7 @@ def evaluation_dataset(
     image_size: int | None = None,
     data_dir: str | None = None,
     input_context: tf.distribute.InputContext | None = None,
-    data_service: str | None = None,
+    data_service: str | service.Service | None = None,
     cache: str | None = None,
 ) -> tf.data.Dataset:
   """Batched, prefetched `(images, labels)` for `model.evaluate` and validation.
@@ -235,13 +237,12 @@ def centre_window(shape: tf.Tensor, box: tf.Tensor) -> tf.Tensor:
   return tf.cast(tf.stack([top, left, side, side]), tf.int32)
 
 
-def _served(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], data_service: str | None,
+def _served(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], data_service: str | service.Service | None,
             reader: _Reader, *, training: bool, seed: int | None, batch_size: int) -> tf.data.Dataset:
   """`ds` (or the epochs `ds(epoch_seed)`) as it comes from the tf.data service at `data_service`."""
   if data_service is None:
     assert isinstance(ds, tf.data.Dataset)
     return ds
-  from photo_datasets import data_service as service
   served = service.distribute(ds, data_service, training=training, seed=seed, batch_size=batch_size)
   if reader.input_context is not None:
     return served
@@ -258,7 +259,7 @@ def _check_counts(*, batch_size: int, shuffle_buffer: int) -> None:
     raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer!r}.")
 
 
-def _check_cache(cache: str | None, data_service: str | None) -> None:
+def _check_cache(cache: str | None, data_service: str | service.Service | None) -> None:
   if cache is None:
     return
   if not isinstance(cache, str) or not cache:
