@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import math
 import os
@@ -47,9 +46,9 @@ import tensorflow as tf  # noqa: E402
 import tensorflow_datasets as tfds  # noqa: E402
 
 from photo_datasets import pipeline  # noqa: E402
+from photo_datasets.reading import built  # noqa: E402
 from photo_datasets.reading.models import MODELS, build_model  # noqa: E402
 
-DATASET_PACKAGES = ("flowers_dataset", "korean_food")
 SECONDS = 2.0  # Per measurement, by default.
 WARMUP_BATCHES = 2
 # The model must outrun the input by this much to call training input-bound
@@ -153,12 +152,9 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
   """Measures both sides of training `model` on `name`'s `split`; the report
   `main` prints (rows, verdict, remedy). Raises ValueError on a bad argument."""
-  for package in DATASET_PACKAGES:
-    if name.split("/")[0] == package:
-      importlib.import_module(package)  # Registers the builder.
   say = progress or (lambda line: None)
-  builder = tfds.builder(name, data_dir=data_dir)
-  if not builder.info.splits or split not in builder.info.splits:
+  builder = built.open_built(name, data_dir)
+  if split not in builder.info.splits:
     raise ValueError(f"{name} has no split {split!r} in {builder.data_dir} (built: "
                      f"{', '.join(builder.info.splits) or 'nothing'}).")
   stored = builder.info.features["image"].shape[0]

@@ -60,7 +60,6 @@ from typing import Any
 
 import keras
 import tensorflow as tf
-import tensorflow_datasets as tfds
 
 from photo_datasets import data_service as service
 from photo_datasets.reading import built
@@ -340,7 +339,7 @@ class _Reader:
   def __init__(self, name: str, split: str, data_dir: str | None, image_size: int | None,
                input_context: tf.distribute.InputContext | None, *, served: bool = False):
     _leave_accelerators_to_keras()
-    self.builder = tfds.builder(name, data_dir=data_dir)
+    self.builder = built.open_built(name, data_dir)
     stored = self.builder.info.features["image"].shape[0]
     if image_size is None and stored is None:
       raise ValueError(
@@ -354,8 +353,6 @@ class _Reader:
     self.size: int = image_size or stored
     self.input_context = input_context
     self.has_box = "bbox" in self.builder.info.features
-    if not self.builder.info.splits:
-      raise ValueError(built.not_built(name, self.builder))
     # tf.train.Example holds integers and booleans as int64: parsed so, then cast.
     serialized = self.builder.info.features.get_serialized_info()
     keys = ("image", "label", "bbox", "has_bbox") if self.has_box else ("image", "label")

@@ -35,7 +35,6 @@ that import (about 1 GB) in every worker, once.
 from __future__ import annotations
 
 import argparse
-import importlib
 import io
 import os
 import random
@@ -67,9 +66,7 @@ def add_array_record(name: str, data_dir: str | os.PathLike[str] | None = None) 
   # `tfds convert_format` itself; imported here, as it imports Beam's names lazily.
   from tensorflow_datasets.scripts.cli import convert_format_utils
 
-  builder = tfds.builder(name, data_dir=data_dir)
-  if not builder.is_prepared():
-    raise ValueError(built.not_built(name, builder))
+  builder = built.open_built(name, data_dir)
   version_dir: str = os.fspath(builder.data_dir)
   # One worker: with more, TFDS 4.9.10 runs the conversion in a thread pool and drops its exceptions.
   convert_format_utils.convert_dataset(out_dir=None, out_file_format=ARRAY_RECORD,
@@ -226,8 +223,10 @@ def main(argv: Sequence[str] | None = None) -> None:
   parser.add_argument("name", help="a built config, e.g. korean_food/224")
   parser.add_argument("--data_dir", help="where it was built (TFDS's default when absent)")
   args = parser.parse_args(argv)
-  importlib.import_module(args.name.split("/")[0])  # Registers the builder.
-  folder = add_array_record(args.name, args.data_dir)
+  try:
+    folder = add_array_record(args.name, args.data_dir)
+  except built.NotBuiltError as e:
+    parser.error(str(e))
   print(f"{args.name}: ArrayRecord copy in {folder}; tfds.load still reads the TFRecords.")
 
 

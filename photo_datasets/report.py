@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import sys
 from typing import Any
 
@@ -104,21 +103,13 @@ def main(argv: list[str] | None = None) -> None:
   parser.add_argument("name", help="a built config, e.g. korean_food/224 (the dataset's default config without /)")
   parser.add_argument("--data_dir", help="where it was built (default: TFDS's, ~/tensorflow_datasets)")
   args = parser.parse_args(argv)
-  import tensorflow_datasets as tfds  # Here: the scan's workers import this module too.
-
   from photo_datasets.catalog import report_page
   from photo_datasets.reading import built
 
-  try:  # Registers the builder, as `tfds build --imports` does.
-    importlib.import_module(args.name.split("/")[0])
-  except ImportError:
-    pass
   try:
-    builder = tfds.builder(args.name, data_dir=args.data_dir)
-  except tfds.core.registered.DatasetNotFoundError as e:
-    parser.error(str(e).splitlines()[0])
-  if not builder.is_prepared():
-    parser.error(built.not_built(args.name, builder))
+    builder = built.open_built(args.name, args.data_dir)
+  except built.NotBuiltError as e:
+    parser.error(str(e))
   print(report_page.write(builder), file=sys.stdout, flush=True)
 
 

@@ -88,9 +88,7 @@ def grid_figure(name: str, *, split: str = "train", data_dir: str | None = None,
   """
   if isinstance(count, bool) or not isinstance(count, int) or count < 1:
     raise ValueError(f"count must be >= 1, got {count!r}.")
-  builder = tfds.builder(name, data_dir=data_dir)
-  if not builder.is_prepared():
-    raise ValueError(f"{built.not_built(name, builder)}\nor give its data_dir.")
+  builder = built.open_built(name, data_dir)
   if pipeline:
     pictures = pipeline_pictures(builder, name, split=split, data_dir=data_dir, count=count,
                                  image_size=image_size, seed=seed)

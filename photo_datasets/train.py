@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import importlib
 import json
 import pathlib
 import time
@@ -29,7 +28,6 @@ from typing import Any
 
 import keras
 import tensorflow as tf
-import tensorflow_datasets as tfds
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -234,16 +232,10 @@ def plot_history(history: dict[str, list[float]], path: pathlib.Path, title: str
 
 def _built(name: str, data_dir: str | None) -> Any:
   """The builder of a built config; TrainError when it is not built there."""
-  package = name.split("/")[0].split(":")[0]
-  with contextlib.suppress(ImportError):
-    importlib.import_module(package)  # Registers a dataset package of that name, as `tfds build --imports`.
   try:
-    builder = tfds.builder(name, data_dir=data_dir)
-  except Exception as e:  # TFDS raises several kinds (unknown name, config, version).
-    raise TrainError(f"cannot open {name}: {e}") from e
-  if not builder.is_prepared():
-    raise TrainError(f"{built.not_built(name, builder)}\nor give its --data_dir.")
-  return builder
+    return built.open_built(name, data_dir)
+  except built.NotBuiltError as e:
+    raise TrainError(str(e)) from None
 
 
 class _Speed(keras.callbacks.Callback):  # type: ignore[misc]  # keras ships no types.

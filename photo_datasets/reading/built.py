@@ -1,12 +1,40 @@
-"""Built configs as the read side and the tools open them."""
+"""Built configs as the read side and the tools open them: `open_built`, one
+error for a config that is not built (`not_built`, with the command that
+builds it), and the dataset's class descriptions."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
 import shlex
 from typing import Any
 
 import tensorflow_datasets as tfds
+
+
+class NotBuiltError(ValueError):
+  """A config that is not built where it was looked for, or that TFDS does not know."""
+
+
+def open_built(name: str, data_dir: str | os.PathLike[str] | None = None) -> Any:
+  """The builder of the built config `name` (e.g. `"korean_food/224"`), in
+  `data_dir` (TFDS's default when None). A dataset package of the dataset's
+  name is imported first where there is one, as `tfds build --imports` does,
+  so its builder is registered. Raises `NotBuiltError`: the config is not
+  built there (the message gives the command that builds it), or TFDS knows no
+  such dataset or config."""
+  with contextlib.suppress(ImportError):
+    importlib.import_module(name.split("/")[0].split(":")[0])
+  try:
+    builder = tfds.builder(name, data_dir=data_dir)
+  except tfds.core.registered.DatasetNotFoundError as e:
+    raise NotBuiltError(str(e).splitlines()[0]) from None  # TFDS goes on to list every dataset.
+  except Exception as e:  # TFDS raises several kinds (unknown config, version).
+    raise NotBuiltError(f"cannot open {name}: {e}") from None
+  if not builder.is_prepared():
+    raise NotBuiltError(not_built(name, builder))
+  return builder
 
 
 def class_descriptions(builder: Any) -> dict[str, str]:
