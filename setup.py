@@ -37,6 +37,9 @@ setuptools.setup(
         "protobuf<7",
         "pyarrow<26",
     ],
+    # The dataset packages of this distribution, each with its bundled sample in `sample/`
+    # (`python -m photo_datasets.demo` builds them); other distributions may add theirs.
+    entry_points={"photo_datasets.datasets": ["flowers_dataset = flowers_dataset", "korean_food = korean_food"]},
     extras_require={
         # README command 2: lint, type check, tests. Checkers pinned: their rules change between versions.
         "test": ["pytest>=8,<10", "dill", "ruff==0.17.6", "mypy==2.4.1"],

@@ -1,8 +1,10 @@
 """The main job on the bundled samples: build, load, train one epoch, report.
 
-  python -m photo_datasets.demo [--data_dir demo_data] [--out_dir demo_out] [--datasets flowers_dataset korean_food]
+  python -m photo_datasets.demo [--data_dir demo_data] [--out_dir demo_out] [--datasets NAME ...]
 
-Builds every config of each dataset from its bundled sample with the real
+Builds every config of each dataset (default: every dataset package an
+installed distribution declares under the `photo_datasets.datasets` entry
+points, here `flowers_dataset` and `korean_food`) from its bundled sample with the real
 `tfds build` command, loads a batch of the `224` config with `tfds.load`,
 trains the small model of `photo_datasets.train` for one epoch on it (the
 input pipeline of `photo_datasets.pipeline`), and prints a summary per
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
 import importlib.resources
 import os
 import subprocess
@@ -29,8 +32,9 @@ import sys
 import tempfile
 from collections.abc import Iterator
 
-# Each dataset's package bundles its sample in `sample/`, used as manual dir.
-DATASETS = ("flowers_dataset", "korean_food")
+# The dataset packages installed distributions declare (setup.py's entry points); each
+# bundles its sample in `sample/`, used as manual dir.
+DATASET_ENTRY_POINTS = "photo_datasets.datasets"
 CONFIG = "224"
 
 
@@ -53,6 +57,11 @@ def native_stderr_hidden() -> Iterator[None]:
     finally:
       os.dup2(saved, 2)
       os.close(saved)
+
+
+def installed_datasets() -> list[str]:
+  """The dataset packages declared under `DATASET_ENTRY_POINTS`, in name order."""
+  return sorted(entry.value for entry in importlib.metadata.entry_points(group=DATASET_ENTRY_POINTS))
 
 
 def build(name: str, data_dir: str) -> list[str]:
@@ -91,7 +100,8 @@ def main(argv: list[str] | None = None) -> None:
   parser.add_argument("--data_dir", default=os.path.abspath("demo_data"))
   parser.add_argument("--out_dir", help="where each dataset's model, history and curves go, in <dataset>/ "
                       "(default: demo_out beside --data_dir)")
-  parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+  datasets = installed_datasets()
+  parser.add_argument("--datasets", nargs="+", default=datasets, choices=datasets)
   parser.add_argument("--batch_size", type=int, default=8)
   args = parser.parse_args(argv)
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Before TensorFlow loads: its INFO and WARNING lines.
