@@ -25,9 +25,10 @@ On top, the modules users call:
   data_service    the same input on tf.data service workers
                   (`python -m photo_datasets.data_service dispatcher|worker`).
   random_access   an ArrayRecord copy, `tfds.data_source`, PyTorch and Grain.
-  train, show, report, demo
+  train, show, report, doctor, demo
                   command-line tools: train an example model, draw a grid,
-                  write a config's report page again, README command 1.
+                  write a config's report page again, say whether the input
+                  or the model limits training, README command 1.
 
 The shared package names no dataset: a dataset supplies its names, wording
 and class descriptions through `PhotoBuilder`'s hooks.
