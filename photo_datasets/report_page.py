@@ -115,6 +115,11 @@ def identical_groups(page: PageData) -> list[list[str]]:
   return sorted(page.report.duplicates, key=lambda g: (len({class_folder(f) for f in g}) < 2, -len(g)))
 
 
+def series_groups(page: PageData) -> list[list[str]]:
+  """Series (several shots of one scene), the larger first."""
+  return sorted((g["files"] for g in page.report.series), key=lambda files: -len(files))
+
+
 def flag_rows(page: PageData) -> dict[str, list[dict[str, Any]]]:
   """Flagged photos per flag in display order, worst first as the scan listed them."""
   by_flag: dict[str, list[dict[str, Any]]] = {name: [] for name in page.flag_names}
@@ -140,6 +145,8 @@ def wanted_thumbnails(page: PageData) -> tuple[set[str], set[str]]:
   for group in _capped_groups([g["files"] for g in near_duplicate_groups(page)]):
     stored.update(group)
   for group in _capped_groups(identical_groups(page)):
+    stored.update(group)
+  for group in _capped_groups(series_groups(page)):
     stored.update(group)
   for rows in flag_rows(page).values():
     stored.update(row["file_name"] for row in rows[:THUMBNAILS_PER_SECTION])
@@ -341,6 +348,9 @@ def _problems(page: PageData, uris: Mapping[str, str]) -> str:
       + _more(min(len(skipped), LISTED_PER_SECTION), len(skipped), "skipped files", "in the metadata")
       + f'<h3 id="near-duplicates">Near-duplicate groups: {len(report.near_duplicates):,}</h3>'
       + _groups(page, [g["files"] for g in near_duplicate_groups(page)], uris, "near-duplicate")
+      + f'<h3 id="series">Series: {len(report.series):,}</h3>'
+      + "<p>Shots of one scene close in their class's order (one pot, another angle or crop; docs/splits.md).</p>"
+      + _groups(page, series_groups(page), uris, "series")
       + f'<h3 id="identical">Byte-identical groups: {len(report.duplicates):,}</h3>'
       + _groups(page, identical_groups(page), uris, "byte-identical")
       + f'<h3 id="crop-lines">Rejected crop lines: {crops:,}</h3>'
