@@ -27,6 +27,12 @@ decode and hashes, the conversion, SHA-256, the naive loop's decode).
 perceptual hashes per photo (the scan with them against the scan without) and
 the grouping of 150,000 photos' hashes.
 
+`--series` measures instead the cost of the series rule: the scan's per-photo
+work (`scan._Inspect`) with and without the series features, in CPU time per
+photo, alternating passes over the same photos (medians); then `series.links`
+over 150,513 photos' features in 150 classes (the pairwise work, a window of
+neighbours per photo).
+
 `--scaling 1 2 4 8 16` measures instead how the per-photo work of a `224`
 build (scan: full decode check and SHA-256; conversion: decode at reduced
 scale, resize, encode) spreads over N workers through the package's worker
@@ -149,6 +155,44 @@ def near_duplicate_costs(count: int) -> None:
         f"{time.perf_counter() - start:.1f} s, {len(found)} groups")
 
 
+def series_costs(count: int) -> None:
+  import statistics
+
+  from photo_datasets import scan, series
+  from photo_datasets.report import class_folder
+  name, photos = benchmark_corpus.photos(min(count, 300))
+  candidates = [scan.Candidate(f"a/b/Img_000_{i:05d}.jpg", (), data) for i, data in enumerate(photos)]
+
+  def cpu_ms(inspect: scan._Inspect) -> float:
+    start = time.process_time()
+    for candidate in candidates:
+      inspect(candidate)
+    return (time.process_time() - start) / len(candidates) * 1e3
+
+  passes: dict[bool, list[float]] = {False: [], True: []}
+  for _ in range(5):
+    for with_series in (False, True):
+      passes[with_series].append(cpu_ms(scan._Inspect(None, series=with_series)))
+  without, with_series = statistics.median(passes[False]), statistics.median(passes[True])
+  print(f"scan of one photo, CPU time ({len(photos)} {name} photos of "
+        f"{sum(map(len, photos)) / len(photos) / 1e3:.0f} KB, median of 5 alternating passes): "
+        f"{without:.2f} ms without the series features, {with_series:.2f} ms with them "
+        f"(+{with_series - without:.2f} ms)")
+  features = [series.colour_histogram(scan.images.decode_and_inspect(data)[1]) for data in photos]
+  total = 150_513
+  names = [f"g/class{i % 150}/Img_{i % 150:03d}_{i // 150:05d}.jpg" for i in range(total)]
+  every = [features[i] for i in np.random.default_rng(0).integers(len(features), size=total)]
+
+  def position(file_name: str) -> int:
+    return int(file_name[-9:-4])
+
+  start = time.process_time()
+  links = series.links(names, every, position, class_folder)
+  print(f"series.links over {total:,} photos in 150 classes (window {series.WINDOW}): "
+        f"{time.process_time() - start:.1f} s CPU ({len(links):,} links between the {len(features)} photos' "
+        "features drawn at random)")
+
+
 def _clustered_hashes(count: int, rng: np.random.Generator) -> list[bytes]:
   """Hashes like a corpus's: a photo's regions ~24 of 256 bits from its whole,
   and a third of the photos near copies (~12 bits) of 1,000 others."""
@@ -248,6 +292,7 @@ def main() -> None:
                            "to see this package's own memory")
   parser.add_argument("--near_duplicates", action="store_true",
                       help="only measure the cost of the near-duplicate rule")
+  parser.add_argument("--series", action="store_true", help="the cost of the series rule (see above)")
   parser.add_argument("--steps", action="store_true",
                       help="only time each step of one photo's work on one core")
   parser.add_argument("--scaling", type=int, nargs="+", metavar="N",
@@ -267,6 +312,9 @@ def main() -> None:
     return
   if args.near_duplicates:
     near_duplicate_costs(args.images)
+    return
+  if args.series:
+    series_costs(args.images)
     return
 
   shutil.rmtree(args.workdir, ignore_errors=True)

@@ -253,7 +253,7 @@ def test_the_command_writes_the_page_of_a_config_built_before_and_prints_its_pat
   data_dir, builds = built
   copy = tmp_path / "data"
   shutil.copytree(data_dir / "flowers_dataset" / "224", copy / "flowers_dataset" / "224")
-  folder = copy / "flowers_dataset" / "224" / "1.0.0"
+  folder = copy / "flowers_dataset" / "224" / "1.1.0"
   _strip_to_an_old_build(folder)
   report.main(["flowers_dataset/224", "--data_dir", str(copy)])
   assert capsys.readouterr().out.splitlines() == [str(folder / report_page.FILE_NAME)]
@@ -270,7 +270,7 @@ def test_loading_a_config_built_before_the_page_does_not_read_its_records_for_on
   data_dir, _ = built
   copy = tmp_path / "data"
   shutil.copytree(data_dir / "flowers_dataset" / "full", copy / "flowers_dataset" / "full")
-  folder = copy / "flowers_dataset" / "full" / "1.0.0"
+  folder = copy / "flowers_dataset" / "full" / "1.1.0"
   _strip_to_an_old_build(folder)
   tfds.builder("flowers_dataset/full", data_dir=str(copy)).download_and_prepare()
   assert not (folder / report_page.FILE_NAME).exists()  # The command writes it (test above).
