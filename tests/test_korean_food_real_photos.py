@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 from PIL import Image
+from test_series import KFOOD_SERIES  # Imports korean_food too, which registers the builder.
 
 from photo_datasets import testing
 from photo_datasets.testing import build, read_examples
@@ -138,8 +139,6 @@ def test_real_photos_from_kfood_zip_give_the_same_examples(real):
 
 def test_real_series_are_reported_and_each_kept_in_one_split(real):
   """The ground truth of tests/test_series.py: each series one reported group, all in one split."""
-  from test_series import KFOOD_SERIES
-
   reported = [set(g["files"]) for g in real.full.info.metadata["series"]]
   for truth in KFOOD_SERIES:
     assert any(set(truth) <= group for group in reported), truth

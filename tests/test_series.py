@@ -21,7 +21,6 @@ import itertools
 import pathlib
 
 import pytest
-from PIL import Image
 
 import flowers_dataset
 from flowers_dataset.flowers_dataset_dataset_builder import flickr_id
