@@ -247,11 +247,11 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
   report.duplicates = sorted(sorted(group) for group in by_digest.values() if len(group) > 1)
   report.counts["images converted to JPEG"] = sum(not p.check.is_clean_jpeg for p in photos)
   photos = sorted(photos, key=lambda p: p.file_name)
-  series_links: list[tuple[int, int]] = []
+  found: list[list[int]] = []
   if series_position is not None:
     names = [p.file_name for p in photos]
-    series_links = series.links(names, [features.pop(n) for n in names], series_position, class_folder)
-  return group_near_duplicates(photos, report, series_links)
+    found = series.groups(names, [features.pop(n) for n in names], series_position, class_folder)
+  return group_near_duplicates(photos, report, found)
 
 
 def _components(count: int, pairs: Iterable[tuple[int, int]]) -> list[list[int]]:
@@ -274,12 +274,12 @@ def _components(count: int, pairs: Iterable[tuple[int, int]]) -> list[list[int]]
 
 
 def group_near_duplicates(photos: list[Photo], report: BuildReport,
-                          series_links: Iterable[tuple[int, int]] = ()) -> list[Photo]:
-  """Gives every group of near-duplicate photos and series (`series.links`,
-  pairs of indices of `photos`), joined where they touch, the split of its
-  leader (`splits.group_leader`); lists the near-copy groups that are more than
+                          series_groups: Iterable[list[int]] = ()) -> list[Photo]:
+  """Gives every group of near-duplicate photos and series (`series.groups`,
+  indices of `photos`), joined where they touch, the split of its leader
+  (`splits.group_leader`); lists the near-copy groups that are more than
   byte-identical copies, and the series."""
-  series_links = list(series_links)
+  series_groups = list(series_groups)
   near = near_duplicates.groups([p.check.hashes for p in photos])
   report.near_duplicates = []
   for members in near:
@@ -287,12 +287,11 @@ def group_near_duplicates(photos: list[Photo], report: BuildReport,
       names = [photos[i].file_name for i in members]
       report.near_duplicates.append(
           {"files": names, "across_classes": len({class_folder(n) for n in names}) > 1})
-  report.series = [{"files": [photos[i].file_name for i in members]}
-                   for members in _components(len(photos), series_links)]
+  report.series = [{"files": [photos[i].file_name for i in members]} for members in series_groups]
   grouped = list(photos)
   moved = 0
-  chains = [(members[0], other) for members in near for other in members[1:]]
-  for members in _components(len(photos), chains + series_links):
+  chains = [(members[0], other) for members in near + series_groups for other in members[1:]]
+  for members in _components(len(photos), chains):
     group_digest = splits.group_leader(photos[i].digest for i in members)
     for i in members:
       grouped[i] = dataclasses.replace(photos[i], group_digest=group_digest)

@@ -9,8 +9,8 @@ photo a position (`PhotoBuilder._series_position`: korean_food the
 `Img_XXX_YYYY` number); each photo is compared with the next `WINDOW` photos
 of its class in that order, never with all of them, and two photos are one
 series when their colour histograms overlap by `THRESHOLD` or more. Series are
-joined transitively, and share one split with their near copies
-(`scan.group_photos`).
+joined transitively, the closest links first, up to `MAX_SERIES` photos, and
+share one split with their near copies (`scan.group_near_duplicates`).
 
 The descriptor is a joint hue, saturation and value histogram of the photo
 shrunk to 48 × 48 (12 × 4 × 4 bins, and 4 value bins for grey pixels), made
@@ -41,11 +41,14 @@ FEATURE_BYTES = 2 * BINS  # uint16 counts of _SIDE² pixels.
 # 0.68 or less (scripts/series_tuning.py on the real photos).
 THRESHOLD = 0.70
 WINDOW = 4  # Each photo is compared with the next WINDOW photos of its class.
+# A series grows by its closest links first and stops at this many photos: one
+# blog post's shots of a dish, not a chain of look-alikes drifting through a class.
+MAX_SERIES = 20
 
 
 def colour_histogram(image: Image.Image) -> bytes:
   """The photo's `BINS` pixel counts (uint16, little-endian), of its upright RGB pixels."""
-  small = image.convert("RGB").resize((_SIDE, _SIDE), Image.Resampling.BOX).convert("HSV")
+  small = image.convert("RGB").resize((_SIDE, _SIDE), Image.Resampling.BOX, reducing_gap=2.0).convert("HSV")
   hsv = np.asarray(small, dtype=np.int32)
   hue = hsv[..., 0] * _HUES // 256
   saturation = hsv[..., 1] * _SATURATIONS // 256
@@ -69,12 +72,8 @@ def overlap(a: bytes, b: bytes) -> float:
   return float(np.minimum(shares[0], shares[1]).sum())
 
 
-def links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
-          folder: Callable[[str], str], threshold: float = THRESHOLD,
-          window: int = WINDOW) -> list[tuple[int, int]]:
-  """Pairs (i, j) of indices of `names` that are shots of one series: in one
-  `folder`, at most `window` apart in `position` order (photos without a
-  position take part in no series), histograms overlapping by `threshold`."""
+def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
+                  folder: Callable[[str], str], threshold: float, window: int) -> list[tuple[float, int, int]]:
   by_folder: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
   for index, name in enumerate(names):
     if (where := position(name)) is not None:
@@ -85,6 +84,45 @@ def links(names: Sequence[str], features: Sequence[bytes], position: Callable[[s
     order = np.array([index for _, index in sorted(members)], dtype=np.intp)
     for step in range(1, window + 1):
       a, b = order[:-step], order[step:]
-      close = np.minimum(shares[a], shares[b]).sum(axis=1) >= threshold
-      found += list(zip(a[close].tolist(), b[close].tolist(), strict=True))
-  return sorted((min(a, b), max(a, b)) for a, b in found)
+      overlaps = np.minimum(shares[a], shares[b]).sum(axis=1)
+      close = overlaps >= threshold
+      found += [(value, min(i, j), max(i, j)) for value, i, j in
+                zip(overlaps[close].tolist(), a[close].tolist(), b[close].tolist(), strict=True)]
+  return found
+
+
+def links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
+          folder: Callable[[str], str], threshold: float = THRESHOLD,
+          window: int = WINDOW) -> list[tuple[int, int]]:
+  """Pairs (i, j) of indices of `names` that look like shots of one series:
+  in one `folder`, at most `window` apart in `position` order (photos without
+  a position take part in no series), histograms overlapping by `threshold`."""
+  return sorted((i, j) for _, i, j in _scored_links(names, features, position, folder, threshold, window))
+
+
+def groups(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
+           folder: Callable[[str], str], threshold: float = THRESHOLD, window: int = WINDOW,
+           most: int = MAX_SERIES) -> list[list[int]]:
+  """The series among `names`: their `links` joined, the closest first, into
+  groups of at most `most` photos (a link that would make a larger one is
+  left out). Only groups of two or more; each sorted, the list by first index."""
+  parent = list(range(len(names)))
+  size = [1] * len(names)
+
+  def root(i: int) -> int:
+    while parent[i] != i:
+      parent[i] = parent[parent[i]]
+      i = parent[i]
+    return i
+
+  # Closest first; ties by index, so the groups depend on nothing but the photos.
+  for _, i, j in sorted(_scored_links(names, features, position, folder, threshold, window),
+                        key=lambda link: (-link[0], link[1], link[2])):
+    a, b = sorted((root(i), root(j)))
+    if a != b and size[a] + size[b] <= most:
+      parent[b] = a
+      size[a] += size[b]
+  members: dict[int, list[int]] = collections.defaultdict(list)
+  for i in range(len(names)):
+    members[root(i)].append(i)
+  return sorted(group for group in members.values() if len(group) > 1)

@@ -30,8 +30,9 @@ the grouping of 150,000 photos' hashes.
 `--series` measures instead the cost of the series rule: the scan's per-photo
 work (`scan._Inspect`) with and without the series features, in CPU time per
 photo, alternating passes over the same photos (medians); then `series.links`
-over 150,513 photos' features in 150 classes (the pairwise work, a window of
-neighbours per photo).
+(`series.groups`) over 150,513 photos in 150 classes, each with the features of one of those
+photos drawn at random (the pairwise work, a window of neighbours per photo,
+and the largest series it makes of photos that are no series).
 
 `--scaling 1 2 4 8 16` measures instead how the per-photo work of a `224`
 build (scan: full decode check and SHA-256; conversion: decode at reduced
@@ -187,10 +188,14 @@ def series_costs(count: int) -> None:
     return int(file_name[-9:-4])
 
   start = time.process_time()
+  found = series.groups(names, every, position, class_folder)
+  seconds = time.process_time() - start
   links = series.links(names, every, position, class_folder)
-  print(f"series.links over {total:,} photos in 150 classes (window {series.WINDOW}): "
-        f"{time.process_time() - start:.1f} s CPU ({len(links):,} links between the {len(features)} photos' "
-        "features drawn at random)")
+  sizes = sorted(map(len, found))
+  print(f"series.groups over {total:,} photos in 150 classes (window {series.WINDOW}), each photo's features "
+        f"drawn at random from the {len(features)}: {seconds:.1f} s CPU; {len(links):,} links, "
+        f"{len(found):,} series of {sum(sizes):,} photos, largest {sizes[-1] if sizes else 0} "
+        f"(at most {series.MAX_SERIES}), {sum(s > 10 for s in sizes)} of more than 10")
 
 
 def _clustered_hashes(count: int, rng: np.random.Generator) -> list[bytes]:

@@ -35,7 +35,7 @@ from PIL import Image
 
 from flowers_dataset.flowers_dataset_dataset_builder import flickr_id
 from korean_food.listing import series_position
-from photo_datasets import images, quality, scan, series
+from photo_datasets import images, quality, series
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 KFOOD = REPO.parent / "shared" / "realdata" / "kfood"
@@ -69,10 +69,9 @@ def _folder(name: str) -> str:
 
 
 def counts(corpus: Corpus, truth: list[set[str]], threshold: float, window: int) -> dict[str, int]:
-  links = series.links(corpus.names, corpus.features, corpus.position, _folder, threshold, window)
+  found = series.groups(corpus.names, corpus.features, corpus.position, _folder, threshold, window)
   joined = {frozenset((corpus.names[i], corpus.names[j]))
-            for group in scan._components(len(corpus.names), links)
-            for i, j in itertools.combinations(group, 2)}
+            for group in found for i, j in itertools.combinations(group, 2)}
   true = {frozenset(pair) for group in truth for pair in itertools.combinations(sorted(group), 2)}
   return {"true": len(joined & true), "false": len(joined - true), "missed": len(true - joined)}
 

@@ -41,8 +41,7 @@ def _features(data: bytes) -> bytes:
 
 
 def _series_of(names: list[str], features: list[bytes], position) -> list[set[str]]:
-  links = series.links(names, features, position, class_folder)
-  return [{names[i] for i in group} for group in scan._components(len(names), links)]
+  return [{names[i] for i in group} for group in series.groups(names, features, position, class_folder)]
 
 
 def _pairs(groups) -> set[frozenset[str]]:
@@ -106,6 +105,15 @@ def test_only_neighbours_in_order_are_compared():
   assert all(b - a <= series.WINDOW for a, b in links)
 
 
+def test_a_series_stops_growing_at_its_most_photos():
+  """Thirty equal photos in a row: series of at most `MAX_SERIES`, not one chain through the class."""
+  same = _features((FLOWERS / "daisy" / "100080576_f52e8ee070_n.jpg").read_bytes())
+  names = [f"a/{i}" for i in range(30)]
+  found = series.groups(names, [same] * 30, lambda n: int(n.rsplit("/", 1)[1]), class_folder)
+  assert max(map(len, found)) == series.MAX_SERIES < 30
+  assert sorted(i for group in found for i in group) == list(range(30))
+
+
 def test_no_series_across_classes_or_without_a_position():
   same = _features((FLOWERS / "daisy" / "100080576_f52e8ee070_n.jpg").read_bytes())
   position = {"a/1": 1, "b/2": 2, "a/x": None}.get
@@ -129,7 +137,7 @@ def test_a_series_and_a_near_copy_it_touches_share_one_split():
   photos = [scan.Photo("x/a/0.jpg", (), digests[0], other), scan.Photo("x/a/1.jpg", (), digests[1], check),
             scan.Photo("x/a/2.jpg", (), digests[2], check)]
   report = BuildReport()
-  grouped = scan.group_near_duplicates(photos, report, [(0, 1)])
+  grouped = scan.group_near_duplicates(photos, report, [[0, 1]])
   assert report.series == [{"files": ["x/a/0.jpg", "x/a/1.jpg"]}]
   assert [g["files"] for g in report.near_duplicates] == [["x/a/1.jpg", "x/a/2.jpg"]]
   assert {p.group_digest for p in grouped} == {splits.group_leader(digests)}
