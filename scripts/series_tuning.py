@@ -12,9 +12,12 @@ written down by looking at every photo. Then the overlap of each kind of copy
 pairs of different scenes, and the CPU time of the descriptor per photo, side
 by side with the scan's other per-photo work. With `--orb` (needs
 opencv-python-headless) also ORB features with a RANSAC homography on the
-same pairs, and their cost.
+same pairs, and their cost. With `--mosaics N`, also the share of pairs of N
+benchmark-corpus photos (`photo_datasets.benchmark_corpus`, the rehearsal's)
+that the threshold links, beside that share among the real photos of one class
+that are no series.
 
-  python scripts/series_tuning.py [--orb] [--json]
+  python scripts/series_tuning.py [--orb] [--mosaics 300] [--json]
 """
 
 from __future__ import annotations
@@ -149,7 +152,27 @@ def orb_measure(corpus: Corpus, truth: list[set[str]], window: int) -> dict[str,
           "false_pair_inliers_top": sorted(false_scores, reverse=True)[:10]}
 
 
-def measure(orb: bool) -> dict[str, Any]:
+def link_rates(kfood: Corpus, flowers: Corpus, truth: list[set[str]], mosaics: int) -> dict[str, Any]:
+  """Share of pairs at or over THRESHOLD: real photos of one class and no one series, and benchmark mosaics."""
+  from photo_datasets import benchmark_corpus
+
+  series_of = {name: i for i, group in enumerate(truth) for name in group}
+  real = [series.overlap(corpus.features[a], corpus.features[b])
+          for corpus in (kfood, flowers) for a, b in itertools.combinations(range(len(corpus.names)), 2)
+          if _folder(corpus.names[a]) == _folder(corpus.names[b])
+          and not (corpus.names[a] in series_of and series_of[corpus.names[a]] == series_of.get(corpus.names[b]))]
+  name, photos = benchmark_corpus.photos(mosaics)
+  made = [series.colour_histogram(images.decode_and_inspect(data)[1]) for data in photos]
+  fake = [series.overlap(a, b) for a, b in itertools.combinations(made, 2)]
+
+  def row(values: list[float]) -> dict[str, float]:
+    return {"pairs": len(values), "median overlap": round(statistics.median(values), 3),
+            "share linked": round(sum(v >= series.THRESHOLD for v in values) / len(values), 4)}
+
+  return {"real photos, one class, no series": row(real), f"{mosaics} {name.split(' (')[0]} mosaics": row(fake)}
+
+
+def measure(orb: bool, mosaics: int = 0) -> dict[str, Any]:
   truth = ground_truth()
   kfood = Corpus(KFOOD, series_position)
   flowers = Corpus(FLOWERS, flickr_id)
@@ -182,15 +205,18 @@ def measure(orb: bool) -> dict[str, Any]:
   }
   if orb:
     result["orb"] = orb_measure(kfood, truth, series.WINDOW)
+  if mosaics:
+    result["link_rates"] = link_rates(kfood, flowers, truth, mosaics)
   return result
 
 
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--orb", action="store_true", help="also measure ORB + RANSAC (needs opencv-python-headless)")
+  parser.add_argument("--mosaics", type=int, default=0, help="also the link rate among N benchmark photos")
   parser.add_argument("--json", action="store_true")
   args = parser.parse_args()
-  result = measure(args.orb)
+  result = measure(args.orb, args.mosaics)
   if args.json:
     print(json.dumps(result, ensure_ascii=False, indent=1))
     return
@@ -209,6 +235,8 @@ def main() -> None:
   print("CPU ms per photo (median of 5 passes):", result["cpu_ms_per_photo"])
   if "orb" in result:
     print("ORB + RANSAC:", result["orb"])
+  if "link_rates" in result:
+    print("pairs linked by the threshold:", result["link_rates"])
 
 
 if __name__ == "__main__":
