@@ -218,7 +218,7 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
   """Validates and hashes every candidate; returns the photos sorted by name.
   With `converted`, also converts each photo for its config where the scan's
   decode suffices. With `series_position` (a file name's place in its class's
-  natural order, or None), also groups the series (`series.links`)."""
+  natural order, or None), also groups the series (`series.groups`)."""
 
   def first_copies() -> Iterator[Candidate]:
     seen = set()

@@ -158,10 +158,9 @@ def test_the_page_is_self_contained_without_script_and_its_sections_come_in_orde
     positions = [text.index(f'<section id="{key}">') for key in ("overview", "classes", "problems", "quality",
                                                                   "sizes")]
     assert positions == sorted(positions)
-    assert [text.index(f'<h3 id="{key}">') for key in ("skipped", "near-duplicates", "identical", "crop-lines",
-                                                        "warnings")] == sorted(
-        text.index(f'<h3 id="{key}">') for key in ("skipped", "near-duplicates", "identical", "crop-lines",
-                                                    "warnings"))
+    headings = [text.index(f'<h3 id="{key}">')
+                for key in ("skipped", "near-duplicates", "series", "identical", "crop-lines", "warnings")]
+    assert headings == sorted(headings)
 
 
 def test_every_class_row_has_its_counts_per_split_as_stored(built):
@@ -294,6 +293,13 @@ def test_korean_food_page_lists_all_150_classes_with_korean_and_english_names_an
   assert "as private as the photos" in parsed.text
   crops = builder.info.metadata["crop_boxes"]
   assert sum(crops) == builder.info.metadata["counts"]["images with a crop box"]
+  # The sample's one series (four generated plates of 김치찌개): one row of its thumbnails, with its split.
+  (series,) = builder.info.metadata["series"]
+  text = (pathlib.Path(builder.data_path) / report_page.FILE_NAME).read_text("utf-8")
+  section = text[text.index('<h3 id="series">'):text.index('<h3 id="identical">')]
+  (row,) = re.findall(r'<div class="gallery">(.*?)</div>', section)
+  assert re.findall(r'<img src="data:image/jpeg;base64,[^"]+" alt="([^"]+)"', row) == series["files"]
+  assert "4 photos, one class: 김치찌개; split " in section
 
 
 # ---------------------------------------------------------------------------
