@@ -35,6 +35,13 @@ them, and joined in name order, interleaved, R rounds; it prints the medians
 of wall seconds and of CPU seconds (main process and workers) per photo, and
 each form's ratio to kfood.zip. On a shared machine quote the CPU-second ratio.
 
+`--series` measures instead the cost of the series rule: the scan's per-photo
+work (`scan._Inspect`) with and without the series features, in CPU time per
+photo, alternating passes over the same photos (medians); then `series.links`
+(`series.groups`) over 150,513 photos in 150 classes, each with the features of one of those
+photos drawn at random (the pairwise work, a window of neighbours per photo,
+and the largest series it makes of photos that are no series).
+
 `--scaling 1 2 4 8 16` measures instead how the per-photo work of a `224`
 build (scan: full decode check and SHA-256; conversion: decode at reduced
 scale, resize, encode) spreads over N workers through the package's worker
@@ -155,6 +162,49 @@ def near_duplicate_costs(count: int) -> None:
   print(f"grouping 150,000 photos ({len(near_duplicates.REGIONS)} hashes each, keys within "
         f"{near_duplicates.KEY_THRESHOLD}, hashes within {near_duplicates.THRESHOLD}): "
         f"{time.perf_counter() - start:.1f} s, {len(found)} groups")
+
+
+def series_costs(count: int) -> None:
+  import statistics
+
+  from photo_datasets.build import scan
+  from photo_datasets.photos import series
+  from photo_datasets.report import class_folder
+  name, photos = benchmark_corpus.photos(min(count, 300))
+  candidates = [scan.Candidate(f"a/b/Img_000_{i:05d}.jpg", (), data) for i, data in enumerate(photos)]
+
+  def cpu_ms(inspect: scan._Inspect) -> float:
+    start = time.process_time()
+    for candidate in candidates:
+      inspect(candidate)
+    return (time.process_time() - start) / len(candidates) * 1e3
+
+  passes: dict[bool, list[float]] = {False: [], True: []}
+  for _ in range(5):
+    for with_series in (False, True):
+      passes[with_series].append(cpu_ms(scan._Inspect(None, series=with_series)))
+  without, with_series = statistics.median(passes[False]), statistics.median(passes[True])
+  print(f"scan of one photo, CPU time ({len(photos)} {name} photos of "
+        f"{sum(map(len, photos)) / len(photos) / 1e3:.0f} KB, median of 5 alternating passes): "
+        f"{without:.2f} ms without the series features, {with_series:.2f} ms with them "
+        f"(+{with_series - without:.2f} ms)")
+  features = [series.colour_histogram(scan.images.decode_and_inspect(data)[1]) for data in photos]
+  total = 150_513
+  names = [f"g/class{i % 150}/Img_{i % 150:03d}_{i // 150:05d}.jpg" for i in range(total)]
+  every = [features[i] for i in np.random.default_rng(0).integers(len(features), size=total)]
+
+  def position(file_name: str) -> int:
+    return int(file_name[-9:-4])
+
+  start = time.process_time()
+  found = series.groups(names, every, position, class_folder)
+  seconds = time.process_time() - start
+  links = series.links(names, every, position, class_folder)
+  sizes = sorted(map(len, found))
+  print(f"series.groups over {total:,} photos in 150 classes (window {series.WINDOW}), each photo's features "
+        f"drawn at random from the {len(features)}: {seconds:.1f} s CPU; {len(links):,} links, "
+        f"{len(found):,} series of {sum(sizes):,} photos, largest {sizes[-1] if sizes else 0} "
+        f"(at most {series.MAX_SERIES}), {sum(s > 10 for s in sizes)} of more than 10")
 
 
 def _clustered_hashes(count: int, rng: np.random.Generator) -> list[bytes]:
@@ -290,6 +340,7 @@ def main() -> None:
                            "to see this package's own memory")
   parser.add_argument("--near_duplicates", action="store_true",
                       help="only measure the cost of the near-duplicate rule")
+  parser.add_argument("--series", action="store_true", help="the cost of the series rule (see above)")
   parser.add_argument("--steps", action="store_true",
                       help="only time each step of one photo's work on one core")
   parser.add_argument("--scaling", type=int, nargs="+", metavar="N",
@@ -318,6 +369,9 @@ def main() -> None:
     shutil.rmtree(args.workdir, ignore_errors=True)
     realdata = None if args.generated else benchmark_corpus.REALDATA
     download_forms(args.workdir, args.images, args.download_forms, args.workers, args.piece_mb, realdata)
+    return
+  if args.series:
+    series_costs(args.images)
     return
 
   shutil.rmtree(args.workdir, ignore_errors=True)

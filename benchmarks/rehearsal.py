@@ -15,14 +15,17 @@ Then it runs `tfds build korean_food --imports korean_food --manual_dir ...`
 (every config) in a fresh process and reports: the time, the peak memory of
 the whole process tree (the sum of each process's PSS, so pages that forked
 workers share are counted once), the peak disk use of the data dir's
-filesystem above what it used before, and whether every photo arrived in
-both configs (the file names of every split read back). Not part of the test
+filesystem above what it used before, whether every photo arrived in
+both configs (the file names of every split read back), and the series and
+near-copy groups with the split shares (overall, and the class farthest from
+80/10/10). Not part of the test
 suite: it takes about an hour on 2 cores and some 40 GB of disk.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import io
 import json
 import os
@@ -35,10 +38,12 @@ import tempfile
 import threading
 import time
 import zipfile
+from typing import Any
 
 from PIL import Image
 
 from photo_datasets.build import parallel
+from photo_datasets.photos.splits import SPLIT_SHARES as SHARES
 from photo_datasets.testing import benchmark_corpus
 
 # Photos shrunk by this much per side weigh about the real corpus's 106 KB
@@ -189,7 +194,35 @@ def arrived(data_dir: pathlib.Path) -> dict[str, dict[str, int]]:
       counts[split] = len(names) - before
     found[config] = {**counts, "distinct file names": len(names),
                      "skipped": len(builder.info.metadata["skipped_files"])}
+  found["groups"] = groups_and_shares(builder.info.metadata)
   return found
+
+
+def groups_and_shares(metadata: dict[str, Any]) -> dict[str, object]:
+  """The series and near-copy groups (`metadata["series"]`, `["near_duplicates"]`), the largest group
+  of both joined where they touch, and the split shares: overall, and the farthest class from 80/10/10."""
+  parent: dict[str, str] = {}
+
+  def root(name: str) -> str:
+    while parent.setdefault(name, name) != name:
+      name = parent[name]
+    return name
+
+  series = metadata.get("series", [])  # Absent from builds before the series rule.
+  for group in series + metadata["near_duplicates"]:
+    for name in group["files"][1:]:
+      parent[root(name)] = root(group["files"][0])
+  sizes = collections.Counter(root(name) for name in list(parent))
+  counts = metadata["class_counts"]
+  totals = [sum(row) for row in zip(*counts.values(), strict=True)]
+  shares = {split: sum(row) / sum(totals) for split, row in counts.items()}
+  worst = max((abs(row[i] / totals[i] - share) for split, row in counts.items()
+               for share in [dict(SHARES)[split]] for i in range(len(totals)) if totals[i]), default=0.0)
+  return {"series": len(series), "photos in series": sum(len(g["files"]) for g in series),
+          "largest series": max((len(g["files"]) for g in series), default=0),
+          "largest group": max(sizes.values(), default=0),
+          "split shares": {split: round(share, 4) for split, share in shares.items()},
+          "largest deviation of a class's share": round(worst, 3)}
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ import dataclasses
 import pathlib
 import socket
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import tensorflow_datasets as tfds
 from absl import logging
@@ -49,10 +49,22 @@ def _unreachable(url: str) -> OSError | None:
   return None
 
 
+def flickr_id(file_name: str) -> int | None:
+  """The Flickr photo id that starts a file's name (`<id>_<secret>[_<size>].jpg`): Flickr numbers uploads
+  in time, so it is the order a photographer's shots were uploaded in. None for another name."""
+  head = file_name.rsplit("/", 1)[-1].split("_", 1)[0]
+  return int(head) if head.isdigit() else None
+
+
 class Builder(builder.PhotoBuilder):
   """The 3,670 TensorFlow flower photos in 5 classes."""
 
-  RELEASE_NOTES = {"1.0.0": "Initial release."}
+  VERSION = tfds.core.Version("1.1.0")
+  RELEASE_NOTES = {
+      "1.0.0": "Initial release.",
+      "1.1.0": "Splits may change: photos of one class close in their Flickr id (upload order) that show "
+               "one scene now share one split (docs/splits.md); `metadata['series']` lists them.",
+  }
   MANUAL_DOWNLOAD_INSTRUCTIONS = f"""
   Optional: without a manual dir the archive is downloaded from {_URL}.
   Offline, put in the manual dir either `flower_photos.tgz` (checked against
@@ -117,6 +129,9 @@ class Builder(builder.PhotoBuilder):
         report.skip(rel, f"not in one of the class folders {', '.join(_LABELS)}")
       else:
         yield Candidate(rel, (str(path),), span=Span(str(path)))  # The worker reads it.
+
+  def _series_order(self) -> Callable[[str], int | None]:
+    return flickr_id
 
   def _example_maker(self, source: epath.Path) -> _FlowerExample:
     license_file = source / "LICENSE.txt"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 import tensorflow_datasets as tfds
@@ -27,7 +28,13 @@ _LICENSE = (
 class Builder(builder.PhotoBuilder):
   """150 Korean dishes in 27 groups, 150,513 web photos, with crop boxes."""
 
-  RELEASE_NOTES = {"1.0.0": "Initial release."}
+  VERSION = tfds.core.Version("1.1.0")
+  RELEASE_NOTES = {
+      "1.0.0": "Initial release.",
+      "1.1.0": "Splits change: a blog's several shots of one dish (photos close in their `Img_XXX_YYYY` "
+               "number that show one scene) now share one split, so no test photo shows a scene seen in "
+               "training (docs/splits.md); `metadata['series']` lists them.",
+  }
   READER = corpus.Reader
   REPORT_NOTE = (
       "Private: AIHub's terms forbid passing the photos on, and this page's thumbnails are made from them. "
@@ -102,6 +109,9 @@ class Builder(builder.PhotoBuilder):
       boxed.append(photo)
     report.counts["images with a crop box"] = sum(p.box is not None for p in boxed)
     return boxed
+
+  def _series_order(self) -> Callable[[str], int | None]:
+    return listing.series_position
 
   @classmethod
   def class_descriptions(cls) -> dict[str, str]:

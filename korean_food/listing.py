@@ -13,7 +13,9 @@ Each rule of the corpus has its home here:
 * crop files: `crop_area.properties`, parsed into boxes per class folder;
 * class folders: the folder holding an image must be one of the 150 classes;
 * prefix mismatches: an `Img_XXX_` prefix naming another class than the
-  folder keeps the folder's label, with a warning.
+  folder keeps the folder's label, with a warning;
+* series order: the `YYYY` of `Img_XXX_YYYY` numbers a class's photos in the
+  order they were collected, so one blog's shots of a dish come together.
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ from photo_datasets.report import BuildReport
 CROP_FILE = "crop_area.properties"
 _UNFINISHED = re.compile(r"\.zip\.part$", re.IGNORECASE)  # A browser's download in progress.
 _PREFIX = re.compile(r"^img_(\d{3})_", re.IGNORECASE)
+_NUMBER = re.compile(r"^img_\d{3}_(\d+)\.", re.IGNORECASE)
+
+
+def series_position(file_name: str) -> int | None:
+  """The photo's number within its class (`Img_XXX_YYYY`), or None for another name."""
+  match = _NUMBER.match(file_name.rsplit("/", 1)[-1])
+  return int(match[1]) if match else None
 
 
 def is_junk(parts: tuple[str, ...]) -> bool:

@@ -42,6 +42,9 @@ class BuildReport:
   # Groups of near copies (resized, re-encoded, cropped, ...), each sharing one
   # split: {"files": [...], "across_classes": bool}.
   near_duplicates: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+  # Series: shots of one scene close in a class's order (`series`), each
+  # sharing one split with its near copies: {"files": [...]}.
+  series: list[dict[str, Any]] = dataclasses.field(default_factory=list)
   empty_splits: list[str] = dataclasses.field(default_factory=list)
   ignored_files: int = 0
   counts: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -80,6 +83,8 @@ class BuildReport:
       counts.append(f"byte-identical groups: {len(self.duplicates)} ({len(identical_across)} across classes)")
     if self.near_duplicates:
       counts.append(f"near-duplicate groups: {len(self.near_duplicates)} ({len(near_across)} across classes)")
+    if self.series:
+      counts.append(f"series: {len(self.series)} ({sum(len(g['files']) for g in self.series)} photos)")
     if flags:
       counts.append(f"photos flagged: {len({row['file_name'] for row in flags})}")
     if self.warnings:

@@ -62,7 +62,7 @@ def test_the_summary_counts_groups_moves_and_lists_label_conflicts(built):
   _, builder, _ = built
   counts = builder.info.metadata["counts"]
   assert counts["photos in near-duplicate groups"] == len(ORIGINALS) * (len(KINDS) + 1)
-  assert counts["photos moved to their near-duplicate group's split"] > 0
+  assert counts["photos moved to their group's split"] > 0
 
 
 def test_a_beam_build_groups_the_same_way(built, tmp_path):

@@ -160,10 +160,9 @@ def test_the_page_is_self_contained_without_script_and_its_sections_come_in_orde
     positions = [text.index(f'<section id="{key}">') for key in ("overview", "problems", "classes", "quality",
                                                                   "sizes")]
     assert positions == sorted(positions)
-    assert [text.index(f'<h3 id="{key}">') for key in ("skipped", "near-duplicates", "identical", "crop-lines",
-                                                        "warnings")] == sorted(
-        text.index(f'<h3 id="{key}">') for key in ("skipped", "near-duplicates", "identical", "crop-lines",
-                                                    "warnings"))
+    headings = [text.index(f'<h3 id="{key}">')
+                for key in ("skipped", "near-duplicates", "series", "identical", "crop-lines", "warnings")]
+    assert headings == sorted(headings)
 
 
 def test_every_class_row_has_its_counts_per_split_as_stored(built):
@@ -255,7 +254,7 @@ def test_the_command_writes_the_page_of_a_config_built_before_and_prints_its_pat
   data_dir, builds = built
   copy = tmp_path / "data"
   shutil.copytree(data_dir / "flowers_dataset" / "224", copy / "flowers_dataset" / "224")
-  folder = copy / "flowers_dataset" / "224" / "1.0.0"
+  folder = copy / "flowers_dataset" / "224" / "1.1.0"
   _strip_to_an_old_build(folder)
   report.main(["flowers_dataset/224", "--data_dir", str(copy)])
   assert capsys.readouterr().out.splitlines() == [str(folder / report_page.FILE_NAME)]
@@ -273,7 +272,7 @@ def test_a_config_reused_without_its_page_gets_it_once(built, tmp_path, capsys):
   data_dir, _ = built
   copy = tmp_path / "data"
   shutil.copytree(data_dir / "flowers_dataset" / "full", copy / "flowers_dataset" / "full")
-  folder = copy / "flowers_dataset" / "full" / "1.0.0"
+  folder = copy / "flowers_dataset" / "full" / "1.1.0"
   _strip_to_an_old_build(folder)
   tfds.builder("flowers_dataset/full", data_dir=str(copy)).download_and_prepare()
   page = folder / report_page.FILE_NAME
@@ -321,6 +320,13 @@ def test_korean_food_page_lists_all_150_classes_with_korean_and_english_names_an
   assert "as private as the photos" in parsed.text
   crops = builder.info.metadata["crop_boxes"]
   assert sum(crops) == builder.info.metadata["counts"]["images with a crop box"]
+  # The sample's one series (four generated plates of 김치찌개): one row of its thumbnails, with its split.
+  (series,) = builder.info.metadata["series"]
+  text = (pathlib.Path(builder.data_path) / report_page.FILE_NAME).read_text("utf-8")
+  section = text[text.index('<h3 id="series">'):text.index('<h3 id="identical">')]
+  (row,) = re.findall(r'<div class="gallery">(.*?)</div>', section)
+  assert re.findall(r'<img src="data:image/jpeg;base64,[^"]+" alt="([^"]+)"', row) == series["files"]
+  assert "4 photos, one class: 김치찌개; split " in section
 
 
 # ---------------------------------------------------------------------------

@@ -13,6 +13,10 @@ A dataset subclasses it and provides, besides TFDS's `_info`:
 * `_annotate(photos, listing, report)`: optional; the valid photos, sorted by
   name, with what only the whole listing tells (the crop boxes). `listing` is
   the object `_list_source` returned, after it was iterated.
+* `_series_order()`: optional; a function giving a file name's place in its
+  class's natural order (the order the photos were collected in), or None for
+  a name without one: photos close in it that show one scene are a series and
+  share a split (`series`). Default: None, no series.
 * `_example_maker(source)`: the `generation.ExampleMaker` of this config.
 * `_estimate_source(source)`: optional; (image files, their bytes) found in
   seconds, without reading them, for the disk-space check before the scan
@@ -85,6 +89,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
 
   def _example_maker(self, source: epath.Path) -> generation.ExampleMaker:
     raise NotImplementedError
+
+  def _series_order(self) -> Callable[[str], int | None] | None:
+    return None
 
   def _estimate_source(self, source: epath.Path) -> tuple[int, int]:
     files = total = 0
@@ -298,7 +305,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     listing = self._list_source(source, report)
     if size and converts_in_scan:
       self._converted = scan.ConvertedImages(size, self.data_dir)
-    photos = scan.scan(listing, report, workers=self.workers, converted=self._converted)
+    photos = scan.scan(listing, report, workers=self.workers, converted=self._converted,
+                       series_position=self._series_order())
     photos = self._annotate(photos, listing, report)
     report.quality_flags = build_stats.flag_rows(photos)  # Information only: no photo is left out for a flag.
     if cache:

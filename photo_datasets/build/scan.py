@@ -26,14 +26,14 @@ import os
 import struct
 import tempfile
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from etils import epath
 from tensorflow_datasets.core.utils import tqdm_utils
 
 from photo_datasets.build import parallel
-from photo_datasets.photos import images, near_duplicates, quality, splits
+from photo_datasets.photos import images, near_duplicates, quality, series, splits
 from photo_datasets.report import BuildReport, Skipped, class_folder
 
 Box = images.Box
@@ -111,8 +111,8 @@ class Photo:
   digest: str  # SHA-256 of the source bytes.
   check: images.ImageCheck
   box: Box | None = None
-  # The SHA-256 whose split the photo's near-duplicate group takes
-  # (`splits.group_leader`); None for a photo without near copies.
+  # The SHA-256 whose split the photo's group of near copies and series takes
+  # (`splits.group_leader`); None for a photo in no group.
   group_digest: str | None = None
   span: Span | None = None  # Where its bytes lie: generation reads them there, without the builder's reader.
   nbytes: int = 0  # Size of the source file.
@@ -174,14 +174,16 @@ class _Scanned:
   photo: Photo
   image: bytes | None  # Converted from the scan's decode, for `_Inspect.size`.
   box: Box | None  # The crop box it was converted with.
+  series_features: bytes = b""  # `series.colour_histogram`, where the builder orders its photos.
 
 
 @dataclasses.dataclass(frozen=True)
 class _Inspect:
   """The per-file work of the scan (runs in a worker): the check, the hashes,
-  and for a sized config the conversion from the same decode."""
+  the series features, and for a sized config the conversion from the same decode."""
 
   size: int | None
+  series: bool = False
 
   def __call__(self, candidate: Candidate) -> _Scanned | Skipped:
     try:
@@ -193,6 +195,7 @@ class _Inspect:
     except images.BadImage as e:
       return Skipped(candidate.file_name, str(e))
     scores, moments = quality.measure(pixels)  # From the pixels just decoded: no second decode.
+    features = series.colour_histogram(pixels) if self.series else b""
     photo = Photo(candidate.file_name, candidate.location, splits.content_digest(data), check,
                   span=candidate.span, nbytes=len(data), quality=scores, moments=moments)
     box = photo_box(candidate.crop, check) if candidate.crop else None
@@ -202,7 +205,7 @@ class _Inspect:
         image = images.encode_image(data, check, size=self.size, box=box, decoded=pixels)
       except Exception:  # Generation converts it again, and reports the failure.
         image = None
-    return _Scanned(photo, image, box)
+    return _Scanned(photo, image, box, features)
 
 
 def _crashed(candidate: Candidate) -> Skipped:
@@ -211,10 +214,12 @@ def _crashed(candidate: Candidate) -> Skipped:
 
 
 def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
-         converted: ConvertedImages | None = None) -> list[Photo]:
+         converted: ConvertedImages | None = None,
+         series_position: Callable[[str], int | None] | None = None) -> list[Photo]:
   """Validates and hashes every candidate; returns the photos sorted by name.
   With `converted`, also converts each photo for its config where the scan's
-  decode suffices."""
+  decode suffices. With `series_position` (a file name's place in its class's
+  natural order, or None), also groups the series (`series.groups`)."""
 
   def first_copies() -> Iterator[Candidate]:
     seen = set()
@@ -227,12 +232,14 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
       yield candidate
 
   photos = []
-  inspect = _Inspect(converted.size if converted is not None else None)
+  features: dict[str, bytes] = {}  # Only until the series are found: never saved.
+  inspect = _Inspect(converted.size if converted is not None else None, series=series_position is not None)
   for result in parallel.ordered_map(inspect, first_copies(), workers=workers, on_crash=_crashed):
     if isinstance(result, Skipped):
       report.skipped_files.append(result)
       continue
     photos.append(result.photo)
+    features[result.photo.file_name] = result.series_features
     if converted is not None and result.image is not None:
       converted.add(result.photo.file_name, result.image, result.box)
   by_digest = collections.defaultdict(list)
@@ -241,32 +248,63 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
   report.duplicates = sorted(sorted(group) for group in by_digest.values() if len(group) > 1)
   report.counts["images converted to JPEG"] = sum(not p.check.is_clean_jpeg for p in photos)
   photos = sorted(photos, key=lambda p: p.file_name)
-  return group_near_duplicates(photos, report)
+  found: list[list[int]] = []
+  if series_position is not None:
+    names = [p.file_name for p in photos]
+    found = series.groups(names, [features.pop(n) for n in names], series_position, class_folder)
+  return group_near_duplicates(photos, report, found)
 
 
-def group_near_duplicates(photos: list[Photo], report: BuildReport) -> list[Photo]:
-  """Gives every group of near-duplicate photos the split of its leader
-  (`splits.group_leader`), and lists the groups that are more than
-  byte-identical copies."""
-  grouped = list(photos)
+def _components(count: int, pairs: Iterable[tuple[int, int]]) -> list[list[int]]:
+  """The connected components of two or more of `range(count)` under `pairs`, each sorted, by first index."""
+  parent = list(range(count))
+
+  def root(i: int) -> int:
+    while parent[i] != i:
+      parent[i] = parent[parent[i]]
+      i = parent[i]
+    return i
+
+  for a, b in pairs:
+    low, high = sorted((root(a), root(b)))
+    parent[high] = low
+  members = collections.defaultdict(list)
+  for i in range(count):
+    members[root(i)].append(i)
+  return sorted(group for group in members.values() if len(group) > 1)
+
+
+def group_near_duplicates(photos: list[Photo], report: BuildReport,
+                          series_groups: Iterable[list[int]] = ()) -> list[Photo]:
+  """Gives every group of near-duplicate photos and series (`series.groups`,
+  indices of `photos`), joined where they touch, the split of its leader
+  (`splits.group_leader`); lists the near-copy groups that are more than
+  byte-identical copies, and the series."""
+  series_groups = list(series_groups)
+  near = near_duplicates.groups([p.check.hashes for p in photos])
   report.near_duplicates = []
-  moved = 0
-  for members in near_duplicates.groups([p.check.hashes for p in photos]):
-    group_digest = splits.group_leader(photos[i].digest for i in members)
-    for i in members:
-      grouped[i] = dataclasses.replace(photos[i], group_digest=group_digest)
-      moved += grouped[i].split != photos[i].split
+  for members in near:
     if len({photos[i].digest for i in members}) > 1:
       names = [photos[i].file_name for i in members]
       report.near_duplicates.append(
           {"files": names, "across_classes": len({class_folder(n) for n in names}) > 1})
+  report.series = [{"files": [photos[i].file_name for i in members]} for members in series_groups]
+  grouped = list(photos)
+  moved = 0
+  chains = [(members[0], other) for members in near + series_groups for other in members[1:]]
+  for members in _components(len(photos), chains):
+    group_digest = splits.group_leader(photos[i].digest for i in members)
+    for i in members:
+      grouped[i] = dataclasses.replace(photos[i], group_digest=group_digest)
+      moved += grouped[i].split != photos[i].split
   report.counts["photos in near-duplicate groups"] = sum(len(g["files"]) for g in report.near_duplicates)
-  report.counts["photos moved to their near-duplicate group's split"] = moved
+  report.counts["photos in series"] = sum(len(g["files"]) for g in report.series)
+  report.counts["photos moved to their group's split"] = moved
   return grouped
 
 
 # Bump when the scan learns something new or checks differently.
-_SCAN_FORMAT = 8
+_SCAN_FORMAT = 9
 
 
 def source_fingerprint(root: str) -> str:

@@ -117,6 +117,11 @@ def identical_groups(page: PageData) -> list[list[str]]:
   return sorted(page.report.duplicates, key=lambda g: (len({class_folder(f) for f in g}) < 2, -len(g)))
 
 
+def series_groups(page: PageData) -> list[list[str]]:
+  """Series (several shots of one scene), the larger first."""
+  return sorted((g["files"] for g in page.report.series), key=lambda files: -len(files))
+
+
 def flag_rows(page: PageData) -> dict[str, list[dict[str, Any]]]:
   """Flagged photos per flag in display order, worst first as the scan listed them."""
   by_flag: dict[str, list[dict[str, Any]]] = {name: [] for name in page.flag_names}
@@ -142,6 +147,8 @@ def wanted_thumbnails(page: PageData) -> tuple[set[str], set[str]]:
   for group in _capped_groups([g["files"] for g in near_duplicate_groups(page)]):
     stored.update(group)
   for group in _capped_groups(identical_groups(page)):
+    stored.update(group)
+  for group in _capped_groups(series_groups(page)):
     stored.update(group)
   for rows in flag_rows(page).values():
     stored.update(row["file_name"] for row in rows[:THUMBNAILS_PER_SECTION])
@@ -328,8 +335,10 @@ def _groups(page: PageData, groups: Sequence[Sequence[str]], uris: Mapping[str, 
     else:
       body = f"<p>{_e(' · '.join(files))}</p>"
     parts.append(f'<div class="group {"across" if across else ""}"><b>{_e(title)}</b>{body}</div>')
-  return (f"<p>{len(groups):,} {kind} groups, {sum(1 for g in groups if len({class_folder(f) for f in g}) > 1):,} "
-          f"across classes (label conflicts, listed first). Each group keeps one split.</p>"
+  across_classes = sum(1 for g in groups if len({class_folder(f) for f in g}) > 1)
+  intro = (f"{len(groups):,} series, shots of one scene within a class" if kind == "series" else
+           f"{len(groups):,} {kind} groups, {across_classes:,} across classes (label conflicts, listed first)")
+  return (f"<p>{intro}. Each group keeps one split.</p>"
           + "".join(parts) + _more(min(len(groups), LISTED_PER_SECTION), len(groups), "groups", "in the metadata"))
 
 
@@ -353,6 +362,9 @@ def _problems(page: PageData, uris: Mapping[str, str]) -> str:
       + _more(min(len(skipped), LISTED_PER_SECTION), len(skipped), "skipped files", "in the metadata")
       + f'<h3 id="near-duplicates">Near-duplicate groups: {len(report.near_duplicates):,}</h3>'
       + _groups(page, [g["files"] for g in near_duplicate_groups(page)], uris, "near-duplicate")
+      + f'<h3 id="series">Series: {len(report.series):,}</h3>'
+      + "<p>Shots of one scene close in their class's order (one pot, another angle or crop; docs/splits.md).</p>"
+      + _groups(page, series_groups(page), uris, "series")
       + f'<h3 id="identical">Byte-identical groups: {len(report.duplicates):,}</h3>'
       + _groups(page, identical_groups(page), uris, "byte-identical")
       + f'<h3 id="crop-lines">Rejected crop lines: {crops:,}</h3>'

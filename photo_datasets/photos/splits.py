@@ -4,7 +4,8 @@ An example's split is a function of the SHA-256 of its source bytes alone: it
 never depends on listing order or on which other files exist, so adding or
 removing photos moves no other photo, and byte-identical photos always land
 in the same split (no test photo is also a training photo). A group of near
-copies takes the split of its `group_leader` (`scan.group_near_duplicates`).
+copies and series (several shots of one scene, `series`), joined where they
+touch, takes the split of its `group_leader` (`scan.group_near_duplicates`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,156 @@
+"""Series: shots of one scene close in a class's order share one split (`photo_datasets.photos.series`).
+
+The ground truth below was written down by looking at every real photo (montages of
+../shared/realdata/kfood and of the 100 flowers of flowers_dataset/sample):
+
+* 찌개/동태찌개 Img_121_0003 to 0009: one pot of dongtae-jjigae on a black table, one blog's watermark:
+  the whole pot, closer, two before/after collages (0004, 0006), herbs added (0005, 0007), a ladle lifting
+  the fish (0008). 0000 to 0002 and 0010 are other pots, other tables.
+* 찌개/순두부찌개 Img_123_0002 and 0004: one pot with a handle on a grey table, the "ROSE" watermark, the
+  spoon moved. 0007 and 0008: one black pot with an egg, two crops. The others are other pots.
+* 갈비구이, 갈치구이, 김치찌개: eleven, seven and seven different dishes; no two shots of one scene.
+* The 100 flowers: no two photos of one scene (the closest Flickr ids, 100080576 and 100930342, are a
+  daisy and a tulip; the six photographers with two or three photos here took them years apart).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import itertools
+import pathlib
+
+import pytest
+
+import flowers_dataset
+from flowers_dataset.flowers_dataset_dataset_builder import flickr_id
+from korean_food.listing import series_position
+from photo_datasets.build import scan
+from photo_datasets.photos import images, series, splits
+from photo_datasets.report import BuildReport, class_folder
+
+KFOOD_SERIES = (
+    tuple(f"찌개/동태찌개/Img_121_{i:04d}.jpg" for i in range(3, 10)),
+    ("찌개/순두부찌개/Img_123_0002.JPG", "찌개/순두부찌개/Img_123_0004.JPG"),
+    ("찌개/순두부찌개/Img_123_0007.jpg", "찌개/순두부찌개/Img_123_0008.JPG"),
+)
+FLOWERS = pathlib.Path(flowers_dataset.__file__).parent / "sample" / "flower_photos"
+
+
+def _features(data: bytes) -> bytes:
+  return series.colour_histogram(images.decode_and_inspect(data)[1])
+
+
+def _series_of(names: list[str], features: list[bytes], position) -> list[set[str]]:
+  return [{names[i] for i in group} for group in series.groups(names, features, position, class_folder)]
+
+
+def _pairs(groups) -> set[frozenset[str]]:
+  return {frozenset(pair) for group in groups for pair in itertools.combinations(sorted(group), 2)}
+
+
+@pytest.fixture(scope="module")
+def kfood(real_kfood):
+  paths = sorted(p for p in real_kfood.glob("*/*/*") if p.suffix.lower() in images.IMAGE_SUFFIXES)
+  names = [p.relative_to(real_kfood).as_posix() for p in paths]
+  return names, [_features(p.read_bytes()) for p in paths], {n: p for n, p in zip(names, paths, strict=True)}
+
+
+@pytest.mark.real_photos
+def test_the_real_series_are_found_and_fewer_unrelated_pairs_joined_than_true_ones(kfood):
+  names, features, _ = kfood
+  assert len(names) == 47
+  found = _series_of(names, features, series_position)
+  for truth in KFOOD_SERIES:
+    assert any(set(truth) <= group for group in found), truth
+  true, joined = _pairs(KFOOD_SERIES), _pairs(found)
+  assert len(joined - true) < len(joined & true) == len(true)
+
+
+@pytest.mark.real_photos
+def test_a_series_holds_across_a_re_encode_and_a_crop(kfood):
+  """Img_123_0004 re-encoded at quality 50, and cropped to its left 70 %, still joins Img_123_0002."""
+  names, features, paths = kfood
+  image = images.decode_and_inspect(paths["찌개/순두부찌개/Img_123_0004.JPG"].read_bytes())[1]
+  first = features[names.index("찌개/순두부찌개/Img_123_0002.JPG")]
+  for changed in (image, image.crop((0, 0, int(0.7 * image.width), image.height))):
+    out = io.BytesIO()
+    changed.save(out, "JPEG", quality=50)
+    other = _features(out.getvalue())
+    assert series.overlap(first, other) >= series.THRESHOLD
+    assert series.links(["a/1", "a/2"], [first, other], lambda n: int(n[-1]), class_folder) == [(0, 1)]
+
+
+@pytest.mark.real_photos
+def test_different_pots_of_one_dish_stay_apart(kfood):
+  """The eleven kimchi-jjigae photos are eleven pots that look alike: red stew, tofu, spring onion."""
+  names, features, _ = kfood
+  kimchi = [i for i, n in enumerate(names) if "/김치찌개/" in n]
+  assert len(kimchi) == 11
+  assert _series_of([names[i] for i in kimchi], [features[i] for i in kimchi], series_position) == []
+
+
+def test_the_flowers_hold_no_series():
+  paths = sorted(FLOWERS.glob("*/*.jpg"))
+  names = [f"{p.parent.name}/{p.name}" for p in paths]
+  assert len(names) == 100 and all(flickr_id(n) for n in names)
+  assert _series_of(names, [_features(p.read_bytes()) for p in paths], flickr_id) == []
+
+
+def test_only_neighbours_in_order_are_compared():
+  """Ten equal photos at positions 0 to 9: each joins the next `WINDOW` ones, never all pairs."""
+  same = _features((FLOWERS / "daisy" / "100080576_f52e8ee070_n.jpg").read_bytes())
+  names = [f"a/{i}" for i in range(10)]
+  links = series.links(names, [same] * 10, lambda n: int(n.rsplit("/", 1)[1]), class_folder)
+  assert len(links) == sum(10 - step for step in range(1, series.WINDOW + 1)) < 45
+  assert all(b - a <= series.WINDOW for a, b in links)
+
+
+def test_a_series_stops_growing_at_its_most_photos():
+  """Thirty equal photos in a row: series of at most `MAX_SERIES`, not one chain through the class."""
+  same = _features((FLOWERS / "daisy" / "100080576_f52e8ee070_n.jpg").read_bytes())
+  names = [f"a/{i}" for i in range(30)]
+  found = series.groups(names, [same] * 30, lambda n: int(n.rsplit("/", 1)[1]), class_folder)
+  assert max(map(len, found)) == series.MAX_SERIES < 30
+  assert sorted(i for group in found for i in group) == list(range(30))
+
+
+def test_no_series_across_classes_or_without_a_position():
+  same = _features((FLOWERS / "daisy" / "100080576_f52e8ee070_n.jpg").read_bytes())
+  position = {"a/1": 1, "b/2": 2, "a/x": None}.get
+  assert series.links(["a/1", "b/2", "a/x"], [same] * 3, position, class_folder) == []
+
+
+def test_order_positions_of_both_corpora():
+  assert series_position("찌개/동태찌개/Img_121_0009.jpg") == 9
+  assert series_position("찌개/순두부찌개/Img_123_0008.JPG") == 8
+  assert series_position("찌개/순두부찌개/photo.jpg") is None
+  assert flickr_id("daisy/100080576_f52e8ee070_n.jpg") == 100080576
+  assert flickr_id("daisy/copy_1_png.png") is None
+
+
+def test_a_series_and_a_near_copy_it_touches_share_one_split():
+  """Photos 0 ~ 1 (series) and 1 = 2 (near copy of 1): one group, one split, both reported."""
+  data = (FLOWERS / "daisy" / "100080576_f52e8ee070_n.jpg").read_bytes()
+  check = images.inspect_image(data)
+  other = images.inspect_image((FLOWERS / "tulips" / "100930342_92e8746431_n.jpg").read_bytes())
+  digests = [splits.content_digest(bytes([i]) + data) for i in range(3)]
+  photos = [scan.Photo("x/a/0.jpg", (), digests[0], other), scan.Photo("x/a/1.jpg", (), digests[1], check),
+            scan.Photo("x/a/2.jpg", (), digests[2], check)]
+  report = BuildReport()
+  grouped = scan.group_near_duplicates(photos, report, [[0, 1]])
+  assert report.series == [{"files": ["x/a/0.jpg", "x/a/1.jpg"]}]
+  assert [g["files"] for g in report.near_duplicates] == [["x/a/1.jpg", "x/a/2.jpg"]]
+  assert {p.group_digest for p in grouped} == {splits.group_leader(digests)}
+  assert len({p.split for p in grouped}) == 1
+  assert report.counts["photos in series"] == 2
+
+
+def test_features_are_made_only_where_the_builder_orders_its_photos():
+  data = (FLOWERS / "daisy" / "100080576_f52e8ee070_n.jpg").read_bytes()
+  candidate = scan.Candidate("daisy/100080576_f52e8ee070_n.jpg", (), data)
+  with_series = scan._Inspect(None, series=True)(candidate)
+  without = scan._Inspect(None)(candidate)
+  assert isinstance(with_series, scan._Scanned) and isinstance(without, scan._Scanned)
+  assert len(with_series.series_features) == series.FEATURE_BYTES and without.series_features == b""
+  assert dataclasses.replace(with_series.photo) == without.photo  # The photo itself is the same.
