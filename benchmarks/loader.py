@@ -64,8 +64,6 @@ import io
 import itertools
 import json
 import os
-import pathlib
-import platform
 import shutil
 import statistics
 import sys
@@ -77,7 +75,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-import PIL  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_datasets as tfds  # noqa: E402
 from PIL import Image  # noqa: E402
@@ -86,7 +83,9 @@ import korean_food  # noqa: E402,F401  (registers the builder)
 from korean_food import corpus  # noqa: E402
 from korean_food.listing import CROP_FILE  # noqa: E402
 from photo_datasets import pipeline, random_access, testing  # noqa: E402
-from photo_datasets.testing import benchmark_corpus
+from photo_datasets.testing import benchmark_corpus  # noqa: E402
+
+import harness  # noqa: E402  (benchmarks/harness.py)
 
 SIZE = 224
 SPLIT = "all"  # Every photo, as loaders 1-3 read every file.
@@ -142,55 +141,6 @@ TARGETS = (
     ("(5) >= 6 x (3)", "5_tfds_224", 6.0, "3_keras_directory"),
     ("(5) >= 30 x (1)", "5_tfds_224", 30.0, BASELINE),
 )
-
-
-# ---------------------------------------------------------------------------
-# The machine.
-
-
-def machine() -> dict[str, Any]:
-  info: dict[str, Any] = {
-      "cpu_model": platform.processor() or "unknown",
-      "cores_in_machine": os.cpu_count(),
-      "cores_usable": len(os.sched_getaffinity(0)),
-      "python": platform.python_version(),
-      "tensorflow": tf.__version__,
-      "tensorflow_datasets": tfds.__version__,
-      "keras": keras.__version__,
-      "pillow": PIL.__version__,
-  }
-  try:
-    with open("/proc/cpuinfo") as cpuinfo:
-      models = [line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")]
-    if models:
-      info["cpu_model"] = models[0]
-    with open("/proc/meminfo") as meminfo:
-      total = next(line for line in meminfo if line.startswith("MemTotal:"))
-    info["memory_gb"] = round(int(total.split()[1]) / 2**20, 1)
-  except (OSError, StopIteration):
-    pass
-  return info
-
-
-def load_average() -> list[float]:
-  return [round(x, 2) for x in os.getloadavg()]
-
-
-# ---------------------------------------------------------------------------
-# Photos: a tree of class folders, and the two TFDS configs built from it.
-
-
-def _made_corpus(workdir: str, count: int, realdata: pathlib.Path | None) -> tuple[str, str]:
-  """(folder, corpus name) of `benchmark_corpus`'s kfood.zip of `count` photos, kept for later runs."""
-  name = benchmark_corpus.corpus_name(realdata)
-  root = os.path.join(workdir, f"{name.split()[0]}_{count}")
-  done = os.path.join(root, "COMPLETE")
-  if not os.path.exists(done):
-    shutil.rmtree(root, ignore_errors=True)
-    print(f"making {count} {name} photos in {root} ...", flush=True)
-    benchmark_corpus.write_kfood_zip(root, count, realdata=realdata)
-    open(done, "w").close()
-  return root, name
 
 
 def _source_root(photos: str, workdir: str) -> str:
@@ -486,32 +436,6 @@ def _through_keras(make: Callable[[], Any]) -> Callable[[], Any]:
 # Timing.
 
 
-def _descendants_cpu_seconds() -> float:
-  """CPU seconds of the live processes this one started (worker processes), from /proc."""
-  parents: dict[int, int] = {}
-  ticks: dict[int, int] = {}
-  for entry in os.listdir("/proc"):
-    if not entry.isdigit():
-      continue
-    try:
-      with open(f"/proc/{entry}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:  # Gone meanwhile.
-      continue
-    parents[int(entry)] = int(fields[1])
-    ticks[int(entry)] = int(fields[11]) + int(fields[12])  # utime + stime.
-  found, frontier = set(), {os.getpid()}
-  while frontier:
-    frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
-    found |= frontier
-  return sum(ticks[pid] for pid in found) / os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(workers: bool) -> float:
-  """CPU seconds of this process, and of its worker processes if asked."""
-  return time.process_time() + (_descendants_cpu_seconds() if workers and os.path.isdir("/proc") else 0.0)
-
-
 def _dtype_name(tensor: Any) -> str:
   """"uint8" of a TensorFlow, NumPy or PyTorch uint8 array."""
   return str(getattr(tensor.dtype, "name", tensor.dtype)).removeprefix("torch.")
@@ -520,7 +444,7 @@ def _dtype_name(tensor: Any) -> str:
 def epoch(ds: Any, batches: int | None = None, workers: bool = False, side: int = SIZE) -> tuple[int, float, float]:
   """(images, seconds, CPU seconds of this process, and of its worker
   processes if `workers`) of one pass, iterator start included; checks the batches."""
-  start, cpu_start, seen = time.perf_counter(), cpu_seconds(workers), 0
+  start, cpu_start, seen = time.perf_counter(), harness.cpu_seconds(children=workers), 0
   if batches is None:
     passed = ds
   else:
@@ -531,7 +455,7 @@ def epoch(ds: Any, batches: int | None = None, workers: bool = False, side: int 
     if labels.shape[0] != images.shape[0]:
       raise AssertionError(f"{labels.shape[0]} labels for {images.shape[0]} images")
     seen += int(images.shape[0])
-  return seen, time.perf_counter() - start, cpu_seconds(workers) - cpu_start
+  return seen, time.perf_counter() - start, harness.cpu_seconds(children=workers) - cpu_start
 
 
 def measure(makers: dict[str, Callable[[], Any]], repeats: int) -> dict[str, dict[str, Any]]:
@@ -659,11 +583,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
   json_path = args.json or os.path.join(workdir, "loader_benchmark.json")
   png_path = args.png or os.path.join(workdir, "loader_benchmark.png")
 
-  load_before = load_average()
+  load_before = harness.load_average()
   if args.photos:
     source, corpus = _source_root(args.photos, workdir), f"--photos {args.photos}"
   else:
-    source, corpus = _made_corpus(workdir, args.images, None if args.generated else benchmark_corpus.REALDATA)
+    source, corpus = harness.made_corpus(workdir, args.images, None if args.generated else benchmark_corpus.REALDATA)
   files_dir, data_dir = os.path.join(workdir, "files"), os.path.join(workdir, "data")
   count = extract(source, files_dir, args.images)
   if not count:
@@ -682,7 +606,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
   report = {
       "command": " ".join([os.path.basename(sys.argv[0]) if argv is None else "loader_benchmark.py",
                            *(sys.argv[1:] if argv is None else argv)]),
-      "machine": machine(),
+      "machine": harness.machine(),
       "source": f"{corpus} in {source}",
       "photos": count,
       "batch_size": args.batch_size,
@@ -690,7 +614,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
       "read_as": f"model.fit on Keras's {keras.config.backend()} backend" if args.keras else "tf.data iteration",
       "build_seconds": {config: round(s, 2) for config, s in build_seconds.items()},
       "load_before": load_before,
-      "load_after": load_average(),
+      "load_after": harness.load_average(),
       "labels": {key: label for key, label in LOADERS.items() if key in results},
       "loaders": results,
   }
