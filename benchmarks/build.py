@@ -69,6 +69,8 @@ from PIL import Image
 
 from photo_datasets.testing import benchmark_corpus
 
+import harness  # benchmarks/harness.py
+
 
 def _build_work(data: bytes) -> int:
   """What a `224` build does per photo in its workers: scan, then convert."""
@@ -391,8 +393,9 @@ def main() -> None:
   seen, read_seconds = read_rate(f"{args.workdir}/data_{args.workers}")
   rows.append(("read 224 train, tfds.load(batch_size=64)", None, seen, read_seconds, None))
 
-  print(f"\n{count} photos from {manual_dir}: {corpus}; {len(os.sched_getaffinity(0))} cores "
-        f"({os.cpu_count()} in the machine)")
+  machine = harness.machine()
+  print(f"\n{count} photos from {manual_dir}: {corpus}; {machine['cores_usable']} cores "
+        f"({machine['cores_in_machine']} in the machine, {machine['cpu_model']}, load {machine['load_average']})")
   print(f"{'phase':58} {'images/s':>9} {'x naive':>8} {'per core':>9} {'peak RSS MB (main/worker)':>26} "
         f"{'main CPU ms/photo':>18}")
   for label, workers, n, seconds, result in rows:

@@ -46,6 +46,8 @@ from photo_datasets.build import parallel
 from photo_datasets.photos.splits import SPLIT_SHARES as SHARES
 from photo_datasets.testing import benchmark_corpus
 
+import harness  # benchmarks/harness.py
+
 # Photos shrunk by this much per side weigh about the real corpus's 106 KB
 # (16 GB / 150,513; the real photos in ../shared weigh 148 KB on average).
 _SHRINK = 0.75
@@ -250,8 +252,9 @@ def main() -> None:
   report["arrived"] = arrived(data)
   report["records_gb"] = {config: sum(p.stat().st_size for p in (data / "korean_food" / config).rglob("*.tfrecord*"))
                           / 1e9 for config in ("224", "full")}
+  report["machine"] = harness.machine()
   print(json.dumps(report, indent=2, ensure_ascii=False))
-  (workdir / "rehearsal.json").write_text(json.dumps(report, indent=2, ensure_ascii=False))
+  harness.write_json(report, str(workdir / "rehearsal.json"))
   if not args.keep:
     shutil.rmtree(data, ignore_errors=True)
 
