@@ -34,7 +34,6 @@ import tensorflow_datasets as tfds
 
 import korean_food
 from photo_datasets import data_service, models, pipeline
-from photo_datasets.testing import build
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 KFOOD_SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
@@ -46,12 +45,10 @@ STALL_S = 3.0  # The watchdog's timeout in the lost-worker test.
 
 
 @pytest.fixture(scope="module")
-def one_file_dir(tmp_path_factory) -> str:
+def one_file_dir(samples) -> str:
   """korean_food/64 from the sample, each split in one record file (one worker reads it all)."""
-  data_dir = tmp_path_factory.mktemp("one_file")
-  builder = build(NAME, data_dir, KFOOD_SAMPLE)
-  assert len(builder.info.splits["train"].file_instructions) == 1
-  return os.fspath(data_dir)
+  assert len(samples.builder(NAME).info.splits["train"].file_instructions) == 1
+  return samples.build(NAME)
 
 
 @pytest.fixture(scope="module")

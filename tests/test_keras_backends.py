@@ -18,7 +18,6 @@ import textwrap
 import pytest
 
 import korean_food  # noqa: F401  (registers the builder)
-from photo_datasets import testing
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 BACKENDS = ("jax", "torch")
@@ -45,11 +44,8 @@ FIT_SCRIPT = textwrap.dedent("""
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-  root = tmp_path_factory.mktemp("backends")
-  testing.build("korean_food/full", root, REPO / "korean_food" / "sample")
-  testing.build("korean_food/32", root, REPO / "korean_food" / "sample")
-  return str(root)
+def data_dir(samples) -> str:
+  return str(samples.build("korean_food/full", "korean_food/32"))
 
 
 def _run(backend: str, args: list[str]) -> subprocess.CompletedProcess[str]:

@@ -91,11 +91,8 @@ KFOOD_SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 
 
 @pytest.fixture(scope="module")
-def kfood_dir(tmp_path_factory) -> str:
-  data_dir = tmp_path_factory.mktemp("kfood_pipeline")
-  for config in ("64", "full"):
-    build(f"korean_food/{config}", data_dir, KFOOD_SAMPLE)
-  return os.fspath(data_dir)
+def kfood_dir(samples) -> str:
+  return samples.build("korean_food/64", "korean_food/full")
 
 
 def _images(ds) -> list[bytes]:

@@ -23,16 +23,12 @@ import korean_food
 from photo_datasets import train
 from photo_datasets.testing import build, split_of_bytes
 
-KOREAN_FOOD_SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 FLOWERS_SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-  data = tmp_path_factory.mktemp("train") / "data"
-  build("korean_food/64", data, KOREAN_FOOD_SAMPLE)
-  build("flowers_dataset/full", data, FLOWERS_SAMPLE)
-  return os.fspath(data)
+def data_dir(samples) -> str:
+  return samples.build("korean_food/64", "flowers_dataset/full")
 
 
 @pytest.fixture(scope="module")
