@@ -121,7 +121,7 @@ def test_a_writer_out_of_space_ends_the_build_in_the_same_words(tmp_path, monkey
     build("flowers_dataset/full", tmp_path / "data", FLOWERS)
   assert str(raised.value).startswith("[Errno 28] The disk filled up. Not enough disk space to build "
                                       "flowers_dataset/full: it needs about")
-  assert isinstance(raised.value.__cause__, OSError) and raised.value.__cause__.errno == errno.ENOSPC
+  assert "[Errno 28] No space left on device" in str(raised.value.__cause__)  # As TFDS passes the writer's on.
   assert not list((tmp_path / "data").rglob("*.tfrecord*"))
 
 
