@@ -108,20 +108,26 @@ def _photos(count: int, bases: int, flips: int, seed: int) -> list[bytes]:
   return [row.tobytes() for row in np.packbits(bits, axis=2).reshape(count, -1)]
 
 
-def _brute_force_groups(photos: list[bytes], threshold: int, key_threshold: int) -> list[list[int]]:
-  """Every pair compared, from the hashes' bits as documented (each region
-  a 16x16 grid of frequency signs, row by row; the key its top-left 8x8),
-  with no helper of the module under test."""
+def _apart(photos: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+  """(photo a, photo b, region of b): bits between the whole of a and that region
+  of b, and between their keys. From the hashes' bits as documented (each
+  region a 16x16 grid of frequency signs, row by row; the key its top-left
+  8x8), with no helper of the module under test."""
   regions = len(near_duplicates.REGIONS)
   bits = np.unpackbits(np.frombuffer(b"".join(photos), np.uint8).reshape(len(photos), regions, -1), axis=2)
   hashes = np.packbits(bits, axis=2)
   keys = np.packbits(bits.reshape(len(photos), regions, 16, 16)[:, :, :8, :8].reshape(len(photos), regions, 64), axis=2)
 
   def apart(packed: np.ndarray) -> np.ndarray:
-    """(photo a, photo b, region of b): bits between the whole of a and that region of b."""
     return np.bitwise_count(packed[:, None, None, 0] ^ packed[None]).sum(axis=3, dtype=np.int64)
 
-  near = (apart(hashes) <= threshold) & (apart(keys) <= key_threshold)
+  return apart(hashes), apart(keys)
+
+
+def _brute_force_groups(photos: list[bytes], threshold: int, key_threshold: int) -> list[list[int]]:
+  """Every pair compared (`_apart`), grouped transitively."""
+  hash_bits, key_bits = _apart(photos)
+  near = (hash_bits <= threshold) & (key_bits <= key_threshold)
   linked = near.any(axis=2)
   linked |= linked.T
   parent = list(range(len(photos)))
@@ -147,6 +153,25 @@ def test_groups_agree_with_brute_force(threshold: int, key_threshold: int, flips
   assert found == _brute_force_groups(photos, threshold, key_threshold)
   assert found  # The data has groups to find.
   assert found == groups(photos, threshold, key_threshold)  # Deterministic.
+
+
+@pytest.mark.parametrize("edge", ["bits", "key"])
+def test_a_pair_exactly_at_the_thresholds_is_grouped(edge: str) -> None:
+  """Within means at most: a pair that only the last bit of either threshold links is linked."""
+  photos = _photos(120, 20, 12, seed=5)
+  hash_bits, key_bits = _apart(photos)
+  near = (hash_bits >= 4) & (hash_bits <= 30) & (key_bits >= 1) & (key_bits <= 8)
+  for a, b, r in zip(*np.nonzero(near), strict=True):
+    threshold, key_threshold = int(hash_bits[a, b, r]), int(key_bits[a, b, r])
+    below = (threshold - 1, key_threshold) if edge == "bits" else (threshold, key_threshold - 1)
+    if not any(a in g and b in g for g in _brute_force_groups(photos, *below)):
+      break  # This pair is linked at the thresholds and by nothing else below them.
+  else:
+    pytest.fail("no pair on the edge in the data")
+  found = groups(photos, threshold, key_threshold)
+  assert found == _brute_force_groups(photos, threshold, key_threshold)
+  assert any(a in group and b in group for group in found)
+  assert not any(a in group and b in group for group in groups(photos, *below))
 
 
 def test_the_multi_index_search_finds_what_comparing_all_pairs_finds() -> None:
