@@ -61,7 +61,6 @@ def host_reachable():
 class FlowersDatasetTest(tfds.testing.DatasetBuilderTestCase):
   DATASET_CLASS = flowers_dataset.Builder
   BUILDER_CONFIG_NAMES_TO_TEST = ["224", "full"]
-  test_session = None  # tf.test.TestCase's deprecated context manager, not a test: it only skips.
   # The mocked `download_and_extract` returns dummy_data/download, which holds
   # flower_photos/ as the real archive does.
   DL_EXTRACT_RESULT = "download"

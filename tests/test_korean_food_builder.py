@@ -33,7 +33,6 @@ class KoreanFoodHarnessTest(tfds.testing.DatasetBuilderTestCase):
 
   DATASET_CLASS = korean_food.Builder
   BUILDER_CONFIG_NAMES_TO_TEST = ["224", "full"]
-  test_session = None  # tf.test.TestCase's deprecated context manager, not a test: it only skips.
   SPLITS = {"train": 4, "validation": 1, "test": 2}
 
 

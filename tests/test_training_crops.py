@@ -59,5 +59,6 @@ def test_training_crops_of_full_keep_the_whole_crop_box(tmp_path: pathlib.Path) 
         assert _colours_seen(image) == set(CORNERS), seed
         boxed_shares.append((np.ptp(image.astype(int), axis=2) > 150).mean())  # The corners' share of the crop.
   assert len(boxed_shares) == 48
-  # 16 % where the crop is the box, 4 % for the whole photo: crops from about the box to well around it.
-  assert min(boxed_shares) < 0.08 and max(boxed_shares) > 0.12
+  # 16 % where the crop is the box, 4 % for the whole photo: crops of many sizes around the box.
+  assert len({round(share, 3) for share in boxed_shares}) > 10
+  assert min(boxed_shares) < 0.05 and max(boxed_shares) > 0.07
