@@ -12,7 +12,6 @@ import tensorflow_datasets as tfds
 
 import flowers_dataset
 import korean_food
-from photo_datasets.testing import build
 
 # mlcroissant 1.1.1 parses JSON-LD with rdflib's deprecated ConjunctiveGraph.
 pytestmark = pytest.mark.filterwarnings("ignore:ConjunctiveGraph is deprecated:DeprecationWarning")
@@ -39,9 +38,8 @@ LICENCE_PHRASES = {
 
 
 @pytest.fixture(scope="module")
-def builds(tmp_path_factory) -> dict[str, tfds.core.DatasetBuilder]:
-  data_dir = tmp_path_factory.mktemp("croissant")
-  return {name: build(name, data_dir, sample) for name, sample in SAMPLES.items()}
+def builds(samples) -> dict[str, tfds.core.DatasetBuilder]:
+  return {name: samples.builder(name) for name in SAMPLES}
 
 
 def _croissant(builder: tfds.core.DatasetBuilder) -> pathlib.Path:

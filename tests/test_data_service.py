@@ -35,7 +35,6 @@ import tensorflow_datasets as tfds
 import korean_food
 from photo_datasets import data_service, pipeline
 from photo_datasets.reading import models
-from photo_datasets.testing import build
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 KFOOD_SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
@@ -47,12 +46,10 @@ STALL_S = 3.0  # The watchdog's timeout in the lost-worker test.
 
 
 @pytest.fixture(scope="module")
-def one_file_dir(tmp_path_factory) -> str:
+def one_file_dir(samples) -> str:
   """korean_food/64 from the sample, each split in one record file (one worker reads it all)."""
-  data_dir = tmp_path_factory.mktemp("one_file")
-  builder = build(NAME, data_dir, KFOOD_SAMPLE)
-  assert len(builder.info.splits["train"].file_instructions) == 1
-  return os.fspath(data_dir)
+  assert len(samples.builder(NAME).info.splits["train"].file_instructions) == 1
+  return samples.build(NAME)
 
 
 @pytest.fixture(scope="module")
@@ -80,14 +77,15 @@ class Service:
   log_dir: pathlib.Path
   dispatcher_port: int = dataclasses.field(default_factory=_free_port)
   processes: list[subprocess.Popen[str]] = dataclasses.field(default_factory=list)
+  said: list[str] = dataclasses.field(default_factory=list)  # Each server's first line.
 
   @property
   def address(self) -> str:
     return f"grpc://localhost:{self.dispatcher_port}"
 
-  def start(self, workers: int) -> None:
+  def start(self, workers: int, *dispatcher_args: str) -> None:
     """Starts the dispatcher and `workers` workers at once; returns when each says where it listens."""
-    started = [self._popen("dispatcher", "--port", str(self.dispatcher_port))]
+    started = [self._popen("dispatcher", "--port", str(self.dispatcher_port), *dispatcher_args)]
     for _ in range(workers):
       started.append(self._popen("worker", "--dispatcher", f"localhost:{self.dispatcher_port}",
                                  "--port", str(_free_port()), "--host", "localhost"))
@@ -96,6 +94,7 @@ class Service:
       ready, _, _ = select.select([process.stdout], [], [], STARTUP_S)
       line = process.stdout.readline() if ready else ""
       assert "listening on" in line, f"{process.args} did not start: {line!r}, see the logs in {self.log_dir}"
+      self.said.append(line)
 
   def _popen(self, *args: str) -> subprocess.Popen[str]:
     log = open(self.log_dir / f"server_{len(self.processes)}.log", "w")  # noqa: SIM115  (the process owns it)
@@ -113,10 +112,10 @@ class Service:
 
 
 @contextlib.contextmanager
-def _running_service(log_dir: pathlib.Path, workers: int = 2) -> Iterator[Service]:
+def _running_service(log_dir: pathlib.Path, workers: int = 2, *dispatcher_args: str) -> Iterator[Service]:
   service = Service(log_dir)
   try:
-    service.start(workers)
+    service.start(workers, *dispatcher_args)
     yield service
   finally:
     service.stop()
@@ -124,8 +123,10 @@ def _running_service(log_dir: pathlib.Path, workers: int = 2) -> Iterator[Servic
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory) -> Iterator[Service]:
-  """A dispatcher with two workers, shared by the tests that kill nothing."""
-  with _running_service(tmp_path_factory.mktemp("service_logs")) as running:
+  """A dispatcher with two workers, shared by the tests that kill nothing. It
+  journals in a `--work_dir` (the lost-worker test's keeps its state in memory)."""
+  logs = tmp_path_factory.mktemp("service_logs")
+  with _running_service(logs, 2, "--work_dir", str(logs / "journal")) as running:
     yield running
 
 
@@ -219,6 +220,31 @@ def test_seeded_training_through_the_service_differs_every_epoch_and_repeats_fro
   assert _examples(other) != first_run[0]
 
 
+def test_two_trainers_on_one_dispatcher_each_get_every_example(service, shared_dir):
+  """Each iteration is a job of its own: two trainers reading at once do not split the epoch between them."""
+  local = Counter(_examples(pipeline.evaluation_dataset(NAME, split="train", batch_size=4, data_dir=shared_dir)))
+  trainers = [iter(pipeline.evaluation_dataset(NAME, split="train", batch_size=4, data_dir=shared_dir,
+                                               data_service=service.address)) for _ in range(2)]
+  seen: list[list[tuple[int, str]]] = [[], []]
+  while trainers[0] is not None or trainers[1] is not None:  # Batch by batch, in turn.
+    for i, trainer in enumerate(trainers):
+      if trainer is not None:
+        try:
+          images, labels = next(trainer)
+        except StopIteration:
+          trainers[i] = None
+          continue
+        seen[i] += _examples(tf.data.Dataset.from_tensors((images, labels)))
+  assert Counter(seen[0]) == Counter(seen[1]) == local
+
+
+def test_a_dispatcher_with_a_work_dir_says_so_and_journals_there(service):
+  journal = service.log_dir / "journal"
+  assert service.said[0].rstrip().endswith(f", journal in {journal}")
+  # Run after the tests above have run their jobs: the dispatcher's state is on disk.
+  assert [p for p in journal.rglob("*") if p.is_file() and p.stat().st_size]
+
+
 def test_model_fit_trains_through_the_service(service, shared_dir):
   num_classes = tfds.builder(NAME, data_dir=shared_dir).info.features["label"].num_classes
   train = pipeline.training_dataset(NAME, batch_size=4, data_dir=shared_dir, seed=1, data_service=service.address)
@@ -228,8 +254,12 @@ def test_model_fit_trains_through_the_service(service, shared_dir):
   model = models.build_model("small", num_classes, 64)
   model.compile("adam", keras.losses.SparseCategoricalCrossentropy(), metrics=["accuracy"])
   history = model.fit(train, validation_data=validation, epochs=2, verbose=0)
-  assert len(history.history["loss"]) == 2 and all(np.isfinite(history.history["loss"]))
-  assert len(history.history["val_loss"]) == 2 and all(np.isfinite(history.history["val_loss"]))
+  assert len(history.history["loss"]) == 2 and abs(history.history["loss"][0] - np.log(num_classes)) < 1
+  # The served validation scores are those of the same model on the split read in-process.
+  local = model.evaluate(pipeline.evaluation_dataset(NAME, split="train", batch_size=8, data_dir=shared_dir),
+                         return_dict=True, verbose=0)
+  assert history.history["val_loss"][-1] == pytest.approx(local["loss"], rel=1e-4)
+  assert history.history["val_accuracy"][-1] == pytest.approx(local["accuracy"])
 
 
 # ---------------------------------------------------------------------------

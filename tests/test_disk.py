@@ -4,6 +4,7 @@ that fills up anyway, and the leftovers of a killed build removed by the next.""
 
 from __future__ import annotations
 
+import errno
 import os
 import pathlib
 import shutil
@@ -13,6 +14,7 @@ import time
 import uuid
 
 import pytest
+from tensorflow_datasets.core import file_adapters
 
 import flowers_dataset
 from photo_datasets.build import disk
@@ -25,29 +27,112 @@ def _config_dir(data_dir: pathlib.Path, name: str) -> pathlib.Path:
   return data_dir / name.replace("/", os.sep)
 
 
-def test_a_data_dir_too_small_stops_the_build_before_the_conversion(tmp_path, monkeypatch):
-  monkeypatch.setattr(disk, "free_bytes", lambda path: 3_000_000)  # 3 MB free; the sample's full needs ~6.
+# The README's figures, restated: records of `full` are the source photos and
+# of a sized config 0.55 bytes a pixel, a tenth on top for TFDS's shuffle,
+# the images a first sized build converts in the scan as much again, and 8 MiB.
+SLACK = 8 << 20
+
+
+def _records(image_size: int | None, photos: int, source_bytes: int) -> int:
+  return int(source_bytes * 1.1) if image_size is None else int(photos * image_size * image_size * 0.55 * 1.1)
+
+
+def _sample_with_a_broken_file(root: pathlib.Path) -> tuple[pathlib.Path, list[pathlib.Path]]:
+  """The flowers sample plus a truncated photo: the check before the scan
+  counts it (an image file), the one after does not (skipped)."""
+  shutil.copytree(FLOWERS, root)
+  (root / "flower_photos" / "daisy" / "broken.jpg").write_bytes(b"\xff\xd8\xff" + b"\0" * 5000)
+  return root, sorted((root / "flower_photos").glob("*/*.jpg"))
+
+
+class _Disk:
+  """`disk.free_bytes` with a figure per call (the last repeats), and every check's demand."""
+
+  def __init__(self, monkeypatch: pytest.MonkeyPatch, *free: int):
+    self.free, self.asked = list(free), []
+    real_preflight = disk.preflight
+    monkeypatch.setattr(disk, "free_bytes", lambda path: self.free.pop(0) if len(self.free) > 1 else self.free[0])
+    monkeypatch.setattr(disk, "preflight", lambda name, data_dir, needed: self.asked.append(needed) or
+                        real_preflight(name, data_dir, needed))
+
+
+@pytest.mark.parametrize("config", ["224", "full"])
+def test_the_check_before_the_scan_asks_for_the_estimate_and_stops_one_byte_short(tmp_path, monkeypatch, config):
+  manual, files = _sample_with_a_broken_file(tmp_path / "manual")
+  size = None if config == "full" else int(config)
+  records = _records(size, len(files), sum(f.stat().st_size for f in files))
+  needed = records + (records if size else 0) + SLACK  # 224 converts in the scan: its images wait on disk.
+  checks = _Disk(monkeypatch, needed - 1)
   start = time.monotonic()
   with pytest.raises(disk.NotEnoughDiskSpace) as raised:
-    build("flowers_dataset/full", tmp_path / "data", FLOWERS)
+    build(f"flowers_dataset/{config}", tmp_path / "data", manual)
   assert time.monotonic() - start < 30
-  message = str(raised.value)
-  assert "Not enough disk space to build flowers_dataset/full: it needs about" in message
-  assert f"in {tmp_path / 'data'}" in message and "3 MB is free there" in message
-  assert "--data_dir" in message and "--config 224" in message
+  assert checks.asked == [needed]
+  assert str(raised.value) == (
+      f"[Errno 28] Not enough disk space to build flowers_dataset/{config}: it needs about {needed / 1e6:.0f} MB "
+      f"in {tmp_path / 'data'} (its records, and TFDS's temporary files while it shuffles them), and "
+      f"{(needed - 1) / 1e6:.0f} MB is free there. Free some space, build into another folder with --data_dir, "
+      f"or build fewer configs (--config 224 needs far less than full).")
   # Nothing half-built is left, and nothing was scanned (no saved scan).
-  assert not list(_config_dir(tmp_path / "data", "flowers_dataset/full").glob("*/*.tfrecord*"))
-  assert not list(_config_dir(tmp_path / "data", "flowers_dataset/full").glob("incomplete.*"))
+  assert not list(_config_dir(tmp_path / "data", f"flowers_dataset/{config}").glob("*/*.tfrecord*"))
+  assert not list(_config_dir(tmp_path / "data", f"flowers_dataset/{config}").glob("incomplete.*"))
   assert not list((tmp_path / "data").rglob("scans/*.json"))
 
 
-def test_the_estimate_is_close_to_what_a_build_writes(tmp_path):
+def test_with_exactly_enough_space_the_build_runs_and_checks_again_from_the_scan(tmp_path, monkeypatch):
+  manual, files = _sample_with_a_broken_file(tmp_path / "manual")
+  photos = [f for f in files if f.name != "broken.jpg"]
+  records = _records(224, len(files), 0)
+  before_scan = 2 * records + SLACK
+  after_scan = _records(224, len(photos), 0) + SLACK  # The converted images are on disk: the records are left.
+  checks = _Disk(monkeypatch, before_scan)
+  builder = build("flowers_dataset/224", tmp_path / "data", manual)
+  assert checks.asked == [before_scan, after_scan]
+  assert sum(split.num_examples for split in builder.info.splits.values()) == len(photos)
+
+  # `full` from the saved scan: one check, from the scan's photos (the broken file is not one).
+  full_needed = _records(None, len(photos), sum(f.stat().st_size for f in photos)) + SLACK
+  checks = _Disk(monkeypatch, full_needed - 1)
+  with pytest.raises(disk.NotEnoughDiskSpace, match=f"it needs about {full_needed / 1e6:.0f} MB"):
+    build("flowers_dataset/full", tmp_path / "data", manual)
+  assert checks.asked == [full_needed]
+  checks = _Disk(monkeypatch, full_needed)
+  build("flowers_dataset/full", tmp_path / "data", manual)
+  assert checks.asked == [full_needed]
+
+
+def test_the_check_after_the_scan_stops_the_build_before_the_records(tmp_path, monkeypatch):
+  """Space taken between the two checks (by the scan's converted images, or anything else)."""
+  checks = _Disk(monkeypatch, 10**12, 1_000_000)
+  with pytest.raises(disk.NotEnoughDiskSpace, match="and 1 MB is free there"):
+    build("flowers_dataset/224", tmp_path / "data", FLOWERS)
+  assert len(checks.asked) == 2
+  assert list((tmp_path / "data").rglob("scans/*.json"))  # Scanned, and the scan kept for next time ...
+  assert not list((tmp_path / "data").rglob("*.tfrecord*"))  # ... but no record written.
+
+
+def test_a_writer_out_of_space_ends_the_build_in_the_same_words(tmp_path, monkeypatch):
+  """ENOSPC from TFDS's record writer, as a full disk raises it, where no small filesystem can be mounted."""
+  def full_disk(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+  monkeypatch.setattr(file_adapters.TfRecordFileAdapter, "write_examples", full_disk)
+  with pytest.raises(disk.NotEnoughDiskSpace) as raised:
+    build("flowers_dataset/full", tmp_path / "data", FLOWERS)
+  assert str(raised.value).startswith("[Errno 28] The disk filled up. Not enough disk space to build "
+                                      "flowers_dataset/full: it needs about")
+  assert "[Errno 28] No space left on device" in str(raised.value.__cause__)  # As TFDS passes the writer's on.
+  assert not list((tmp_path / "data").rglob("*.tfrecord*"))
+
+
+def test_the_estimate_is_close_to_what_a_build_writes(samples):
   for config in ("224", "full"):
-    builder = build(f"flowers_dataset/{config}", tmp_path / "data", FLOWERS)
+    builder = samples.builder(f"flowers_dataset/{config}")
     written = sum(p.stat().st_size for p in pathlib.Path(builder.data_dir).glob("*.tfrecord*"))
     photos = sum(split.num_examples for split in builder.info.splits.values())
     source = sum(p.stat().st_size for p in (FLOWERS / "flower_photos").glob("*/*.jpg"))
     estimate = disk.stored_bytes(builder.builder_config.image_size, photos, source)
+    assert estimate == _records(builder.builder_config.image_size, photos, source)
     assert written <= estimate <= 1.6 * written, config
 
 

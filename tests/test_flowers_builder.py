@@ -281,9 +281,17 @@ def test_keras_fits_one_epoch(small, data_dir):
                 metrics=["accuracy"])
   before = [w.copy() for w in model.get_weights()]
   history = model.fit(ds, epochs=1, shuffle=False, verbose=0)
-  assert math.isfinite(history.history["loss"][0])
+  assert abs(history.history["loss"][0] - math.log(len(LABELS))) < 0.5  # Untrained, 5 classes: about ln 5.
   assert any(not np.array_equal(a, b) for a, b in zip(before, model.get_weights(), strict=True))
   assert model.predict(ds.take(1), verbose=0).shape == (16, len(LABELS))
+  # Keras's loss and accuracy on the records, and the same computed here from its predictions.
+  logits = model.predict(ds, verbose=0).astype(np.float64)
+  labels = np.concatenate([labels.numpy() for _, labels in ds])
+  log_probabilities = logits - logits.max(axis=1, keepdims=True)
+  log_probabilities -= np.log(np.exp(log_probabilities).sum(axis=1, keepdims=True))
+  scores = model.evaluate(ds, return_dict=True, verbose=0)
+  assert scores["loss"] == pytest.approx(-log_probabilities[np.arange(len(labels)), labels].mean(), rel=1e-4)
+  assert scores["accuracy"] == pytest.approx((logits.argmax(axis=1) == labels).mean())
 
 
 def test_custom_size_config(corpus, data_dir, full_examples):

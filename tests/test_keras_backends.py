@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import pathlib
 import subprocess
@@ -18,19 +19,22 @@ import textwrap
 import pytest
 
 import korean_food  # noqa: F401  (registers the builder)
-from photo_datasets import testing
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 BACKENDS = ("jax", "torch")
-# A few steps of model.fit on each pipeline, the way a user writes it.
+# A few steps of model.fit on each pipeline, the way a user writes it; the test
+# scores again from the predictions; then the training script, in the same
+# process (one start of Keras, JAX and TensorFlow per backend).
 FIT_SCRIPT = textwrap.dedent("""
     import json, sys
     import keras
+    import numpy as np
     import korean_food  # Registers the builder.
-    from photo_datasets.reading import models
     from photo_datasets import pipeline
+    from photo_datasets import train as training_script
+    from photo_datasets.reading import models
 
-    data_dir = sys.argv[1]
+    data_dir, out_dir = sys.argv[1], sys.argv[2]
     model = models.build_model("small", 150, 64)
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     train = pipeline.training_dataset("korean_food/full", batch_size=8, image_size=64, data_dir=data_dir, seed=1)
@@ -38,19 +42,23 @@ FIT_SCRIPT = textwrap.dedent("""
                                        data_dir=data_dir)
     history = model.fit(train, epochs=2, steps_per_epoch=3, verbose=0)
     scores = model.evaluate(test, return_dict=True, verbose=0)
+    predicted = np.concatenate([model.predict(images, verbose=0) for images, _ in test]).astype(np.float64)
+    truth = np.concatenate([labels.numpy() for _, labels in test])
+    expected = {"loss": float(-np.log(np.clip(predicted[np.arange(len(truth)), truth], 1e-7, 1)).mean()),
+                "accuracy": float((predicted.argmax(axis=1) == truth).mean())}
     images, labels = next(iter(train))
     probabilities = model.predict(images, verbose=0)
+    training_script.main(["korean_food/32", "--data_dir", data_dir, "--epochs", "1", "--batch_size", "8",
+                          "--seed", "1", "--out_dir", out_dir])
     print(json.dumps({"backend": keras.config.backend(), "loss": history.history["loss"], "test": scores,
+                      "expected_test": expected, "test_examples": len(truth),
                       "predicted": list(probabilities.shape), "module": type(probabilities).__module__}))
 """)
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-  root = tmp_path_factory.mktemp("backends")
-  testing.build("korean_food/full", root, REPO / "korean_food" / "sample")
-  testing.build("korean_food/32", root, REPO / "korean_food" / "sample")
-  return str(root)
+def data_dir(samples) -> str:
+  return str(samples.build("korean_food/full", "korean_food/32"))
 
 
 def _run(backend: str, args: list[str]) -> subprocess.CompletedProcess[str]:
@@ -62,24 +70,30 @@ def _run(backend: str, args: list[str]) -> subprocess.CompletedProcess[str]:
   return done
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_the_pipeline_trains_and_evaluates_a_model(backend: str, data_dir: str) -> None:
-  done = _run(backend, ["-c", FIT_SCRIPT, data_dir])
-  result = json.loads(done.stdout.strip().splitlines()[-1])
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend_run(request, data_dir: str,
+                tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict, str, pathlib.Path]:
+  """(backend, what the fit script found, what it printed, the training script's out dir)."""
+  backend, out_dir = request.param, tmp_path_factory.mktemp(f"train_{request.param}")
+  done = _run(backend, ["-c", FIT_SCRIPT, data_dir, str(out_dir)])
+  return backend, json.loads(done.stdout.strip().splitlines()[-1]), done.stdout, out_dir
+
+
+def test_the_pipeline_trains_and_evaluates_a_model(backend_run, samples) -> None:
+  backend, result, _, _ = backend_run
   assert result["backend"] == backend
-  assert len(result["loss"]) == 2 and all(loss > 0 for loss in result["loss"])
-  assert 0 <= result["test"]["accuracy"] <= 1
+  assert len(result["loss"]) == 2 and abs(result["loss"][0] - math.log(150)) < 1  # Untrained: about ln 150.
+  assert result["test_examples"] == samples.builder("korean_food/full").info.splits["test"].num_examples
+  assert result["test"] == pytest.approx(result["expected_test"], rel=1e-4)
   assert result["predicted"] == [8, 150]
   assert result["module"] == "numpy"  # Keras hands predictions back as numpy on every backend.
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_the_training_script_runs_unchanged(backend: str, data_dir: str, tmp_path: pathlib.Path) -> None:
-  done = _run(backend, ["-m", "photo_datasets.train", "korean_food/32", "--data_dir", data_dir, "--epochs", "1",
-                        "--batch_size", "8", "--seed", "1", "--out_dir", str(tmp_path)])
-  assert f"Keras on {backend}" in done.stdout
-  history = json.loads((tmp_path / "history.json").read_text())
+def test_the_training_script_runs_unchanged(backend_run) -> None:
+  backend, _, printed, out_dir = backend_run
+  assert f"Keras on {backend}" in printed
+  history = json.loads((out_dir / "history.json").read_text())
   assert history["settings"]["keras_backend"] == backend
   assert history["settings"]["dtype_policy"] == "float32"  # No GPU visible.
   assert len(history["history"]["loss"]) == 1
-  assert (tmp_path / "model.keras").stat().st_size > 0
+  assert (out_dir / "model.keras").stat().st_size > 0

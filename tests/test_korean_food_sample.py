@@ -13,7 +13,7 @@ import tensorflow_datasets as tfds
 
 import korean_food
 from korean_food import corpus
-from photo_datasets.testing import build, read_examples
+from photo_datasets.testing import read_examples
 
 PACKAGE = pathlib.Path(korean_food.__file__).parent
 SAMPLE_DIR = PACKAGE / "sample"
@@ -38,10 +38,9 @@ class SampleBuilds:
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory) -> SampleBuilds:
-  data_dir = tmp_path_factory.mktemp("sample")
-  return SampleBuilds(data_dir, build("korean_food/224", data_dir, SAMPLE_DIR),
-                      build("korean_food/full", data_dir, SAMPLE_DIR))
+def sample(samples) -> SampleBuilds:
+  return SampleBuilds(pathlib.Path(samples.data_dir), samples.builder("korean_food/224"),
+                      samples.builder("korean_food/full"))
 
 
 def decode(data: bytes) -> np.ndarray:

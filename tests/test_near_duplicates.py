@@ -35,6 +35,20 @@ def _tuning() -> ModuleType:
 
 tuning = _tuning()
 FLOWER_PHOTOS = tuning.photos(FLOWERS)
+# The README's measurements (benchmarks/near_duplicate_tuning.py, 147 real photos):
+# the most bits a copy of each kind is from its original, ...
+MAX_COPY_DISTANCE = {"resized_30": 6, "jpeg_q40": 10, "png": 4, "webp": 6, "bmp": 4, "exif_rotated": 4,
+                     "grayscale": 2, "cropped_all_sides": 14, "cropped_one_side": 14, "cropped_two_sides": 14,
+                     "cropped_corner": 14, "bordered_all_sides": 24, "bordered_one_side": 24, "bordered_corner": 24}
+MAX_COPY_KEY_DISTANCE = 6
+CLOSEST_DISTINCT = 78  # ... and the fewest between two distinct photos.
+TWO_SHOTS_DISTANCE = 84
+
+
+def test_the_thresholds_are_the_documented_ones_with_room_on_both_sides() -> None:
+  assert (THRESHOLD, near_duplicates.KEY_THRESHOLD) == (56, 8)
+  assert max(MAX_COPY_DISTANCE.values()) + 16 <= THRESHOLD <= CLOSEST_DISTINCT - 16
+  assert MAX_COPY_KEY_DISTANCE < near_duplicates.KEY_THRESHOLD
 
 
 @pytest.mark.parametrize("path", FLOWER_PHOTOS[::10], ids=lambda p: p.name)
@@ -42,14 +56,17 @@ def test_every_kind_of_copy_is_grouped_with_its_original(path: pathlib.Path) -> 
   data = path.read_bytes()
   original = tuning.scan_hashes(data)
   copies = tuning.copy_hashes(data)
+  assert sorted(copies) == sorted(MAX_COPY_DISTANCE)
   assert [kind for kind, copy in copies.items() if groups([original, copy]) != [[0, 1]]] == []
+  assert {kind: (bits, keys) for kind, copy in copies.items() for bits, keys in [distance(original, copy)]
+          if bits > MAX_COPY_DISTANCE[kind] or keys > MAX_COPY_KEY_DISTANCE} == {}
 
 
 def test_distinct_flowers_are_not_grouped() -> None:
   hashes = [tuning.scan_hashes(path.read_bytes()) for path in FLOWER_PHOTOS]
   assert len(hashes) == 100
   assert groups(hashes) == []
-  assert min(distance(a, b)[0] for a, b in itertools.combinations(hashes, 2)) > THRESHOLD
+  assert min(distance(a, b)[0] for a, b in itertools.combinations(hashes, 2)) >= CLOSEST_DISTINCT
 
 
 @pytest.mark.real_photos
@@ -60,7 +77,11 @@ def test_kfood_photos_have_no_false_merges(real_kfood: pathlib.Path) -> None:
   assert groups(hashes) == []
   # Two shots of one bowl seconds apart are two photos, not copies: not merged.
   first, second = (hashes[photos.index(real_kfood / name)] for name in tuning.TWO_SHOTS)
-  assert distance(first, second)[0] > THRESHOLD
+  assert distance(first, second)[0] == TWO_SHOTS_DISTANCE
+  # The README's closest pair of the 147 originals (10,731 pairs), flowers included.
+  every = hashes + [tuning.scan_hashes(path.read_bytes()) for path in FLOWER_PHOTOS]
+  assert len(every) == 147 and groups(every) == []
+  assert min(distance(a, b)[0] for a, b in itertools.combinations(every, 2)) == CLOSEST_DISTINCT
 
 
 def test_hash_is_mode_independent() -> None:
@@ -88,24 +109,38 @@ def _photos(count: int, bases: int, flips: int, seed: int) -> list[bytes]:
   return [row.tobytes() for row in np.packbits(bits, axis=2).reshape(count, -1)]
 
 
+def _apart(photos: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+  """(photo a, photo b, region of b): bits between the whole of a and that region
+  of b, and between their keys. From the hashes' bits as documented (each
+  region a 16x16 grid of frequency signs, row by row; the key its top-left
+  8x8), with no helper of the module under test."""
+  regions = len(near_duplicates.REGIONS)
+  bits = np.unpackbits(np.frombuffer(b"".join(photos), np.uint8).reshape(len(photos), regions, -1), axis=2)
+  hashes = np.packbits(bits, axis=2)
+  keys = np.packbits(bits.reshape(len(photos), regions, 16, 16)[:, :, :8, :8].reshape(len(photos), regions, 64), axis=2)
+
+  def apart(packed: np.ndarray) -> np.ndarray:
+    return np.bitwise_count(packed[:, None, None, 0] ^ packed[None]).sum(axis=3, dtype=np.int64)
+
+  return apart(hashes), apart(keys)
+
+
 def _brute_force_groups(photos: list[bytes], threshold: int, key_threshold: int) -> list[list[int]]:
+  """Every pair compared (`_apart`), grouped transitively."""
+  hash_bits, key_bits = _apart(photos)
+  near = (hash_bits <= threshold) & (key_bits <= key_threshold)
+  linked = near.any(axis=2)
+  linked |= linked.T
   parent = list(range(len(photos)))
 
   def find(x: int) -> int:
     while parent[x] != x:
-      parent[x] = parent[parent[x]]
       x = parent[x]
     return x
 
-  words = near_duplicates._words(photos)
-  keys = near_duplicates._keys(words)
-  for i, j in itertools.combinations(range(len(photos)), 2):
-    linked = any(
-        int(np.bitwise_count(words[a, 0] ^ words[b, r]).sum()) <= threshold
-        and int(np.bitwise_count(keys[a, 0] ^ keys[b, r])) <= key_threshold
-        for a, b in ((i, j), (j, i)) for r in range(len(near_duplicates.REGIONS)))
-    if linked:
-      parent[max(find(i), find(j))] = min(find(i), find(j))
+  for i, j in zip(*np.nonzero(np.triu(linked, 1)), strict=True):
+    a, b = find(int(i)), find(int(j))
+    parent[max(a, b)] = min(a, b)
   members: dict[int, list[int]] = {}
   for i in range(len(photos)):
     members.setdefault(find(i), []).append(i)
@@ -119,6 +154,25 @@ def test_groups_agree_with_brute_force(threshold: int, key_threshold: int, flips
   assert found == _brute_force_groups(photos, threshold, key_threshold)
   assert found  # The data has groups to find.
   assert found == groups(photos, threshold, key_threshold)  # Deterministic.
+
+
+@pytest.mark.parametrize("edge", ["bits", "key"])
+def test_a_pair_exactly_at_the_thresholds_is_grouped(edge: str) -> None:
+  """Within means at most: a pair that only the last bit of either threshold links is linked."""
+  photos = _photos(120, 20, 12, seed=5)
+  hash_bits, key_bits = _apart(photos)
+  near = (hash_bits >= 4) & (hash_bits <= 30) & (key_bits >= 1) & (key_bits <= 8)
+  for a, b, r in zip(*np.nonzero(near), strict=True):
+    threshold, key_threshold = int(hash_bits[a, b, r]), int(key_bits[a, b, r])
+    below = (threshold - 1, key_threshold) if edge == "bits" else (threshold, key_threshold - 1)
+    if not any(a in g and b in g for g in _brute_force_groups(photos, *below)):
+      break  # This pair is linked at the thresholds and by nothing else below them.
+  else:
+    pytest.fail("no pair on the edge in the data")
+  found = groups(photos, threshold, key_threshold)
+  assert found == _brute_force_groups(photos, threshold, key_threshold)
+  assert any(a in group and b in group for group in found)
+  assert not any(a in group and b in group for group in groups(photos, *below))
 
 
 def test_the_multi_index_search_finds_what_comparing_all_pairs_finds() -> None:

@@ -24,9 +24,8 @@ TRAIN_SIZE = 33  # The sample's train split.
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory) -> str:
-  data_dir = tmp_path_factory.mktemp("random_access")
-  build(NAME, data_dir, SAMPLE_DIR)
+def data_dir(samples, tmp_path_factory) -> str:
+  data_dir = samples.copy(tmp_path_factory.mktemp("random_access") / "data", NAME)  # Gets ArrayRecord files.
   random_access.add_array_record(NAME, data_dir)
   return str(data_dir)
 
@@ -151,11 +150,11 @@ def test_torch_loader_drops_the_incomplete_batch_by_default(data_dir):
   assert [len(labels) for _, labels in loader] == [8] * (TRAIN_SIZE // 8)
 
 
-def test_full_configs_are_refused_by_the_loaders(tmp_path):
-  build("korean_food/full", tmp_path, SAMPLE_DIR)
-  random_access.add_array_record("korean_food/full", tmp_path)
+def test_full_configs_are_refused_by_the_loaders(samples, tmp_path):
+  data_dir = samples.copy(tmp_path / "data", "korean_food/full")
+  random_access.add_array_record("korean_food/full", data_dir)
   with pytest.raises(ValueError, match="source size"):
-    random_access.sized_source("korean_food/full", split="train", data_dir=tmp_path)
+    random_access.sized_source("korean_food/full", split="train", data_dir=data_dir)
 
 
 @pytest.mark.parametrize("num_workers", [0, 2])

@@ -11,6 +11,7 @@ import shutil
 import pytest
 
 import korean_food
+from photo_datasets.build import scan
 from photo_datasets.photos import images
 from photo_datasets.testing import build, read_examples
 
@@ -43,6 +44,33 @@ def test_later_configs_reuse_the_scan_until_the_source_changes(tmp_path, monkeyp
   os.utime(manual_dir / "kfood.zip", ns=(1, 1))  # The source changed: scan again.
   _build_in_this_process("96", manual_dir, tmp_path / "data")
   assert len(inspected) == 2 * scanned
+
+
+def test_the_fingerprint_changes_with_a_name_a_size_or_a_time(tmp_path):
+  folder = tmp_path / "구이"
+  folder.mkdir()
+  photo = folder / "1.jpg"
+  photo.write_bytes(b"x" * 100)
+  moment = (10**18, 10**18)
+  os.utime(photo, ns=moment)
+
+  def fingerprint() -> str:
+    return scan.source_fingerprint(os.fspath(tmp_path))
+
+  seen = [fingerprint()]
+  assert fingerprint() == seen[0]  # The same files: the same fingerprint, the saved scan reused.
+  photo.write_bytes(b"x" * 101)
+  os.utime(photo, ns=moment)  # Resized, its time put back.
+  seen.append(fingerprint())
+  os.utime(photo, ns=(moment[0] + 1, moment[1] + 1))  # Touched.
+  seen.append(fingerprint())
+  photo = photo.rename(folder / "2.jpg")  # Renamed: same size and time.
+  seen.append(fingerprint())
+  (folder / "3.jpg").write_bytes(b"")  # Added.
+  seen.append(fingerprint())
+  assert len(set(seen)) == len(seen) == 5
+  (folder / "3.jpg").unlink()  # Removed again: as before.
+  assert fingerprint() == seen[3]
 
 
 def test_scan_is_never_written_into_the_manual_dir(tmp_path):
@@ -91,7 +119,11 @@ def test_a_first_build_decodes_each_photo_once_and_equals_a_build_from_the_saved
 def test_an_unusable_saved_scan_is_ignored_scanned_again_and_saved_anew(tmp_path, monkeypatch, caplog, damage):
   manual_dir = tmp_path / "manual"
   shutil.copytree(SAMPLE, manual_dir)
+  scanned: list[int] = []
+  real_inspect = images.decode_and_inspect
+  monkeypatch.setattr(images, "decode_and_inspect", lambda data: scanned.append(1) or real_inspect(data))
   first = _build_in_this_process("64", manual_dir, tmp_path / "data")
+  first_scan = len(scanned)
   (saved,) = (tmp_path / "data" / "downloads" / "scans").glob("*.json")
   text = saved.read_text()
   saved.write_bytes({
@@ -100,15 +132,13 @@ def test_an_unusable_saved_scan_is_ignored_scanned_again_and_saved_anew(tmp_path
       "other format": json.dumps({**json.loads(text), "format": 1}).encode(),  # An older version's.
       "empty": b"",
   }[damage])
-  scanned: list[int] = []
-  real_inspect = images.decode_and_inspect
-  monkeypatch.setattr(images, "decode_and_inspect", lambda data: scanned.append(1) or real_inspect(data))
+  scanned.clear()
 
   with caplog.at_level(logging.WARNING):
     second = _build_in_this_process("full", manual_dir, tmp_path / "data")
 
-  assert scanned  # Scanned again ...
-  assert [r.message for r in caplog.records if "Ignoring the saved scan" in r.message]  # ... saying why, once.
+  assert len(scanned) == first_scan > 30  # Scanned again, every file ...
+  assert len([r for r in caplog.records if "Ignoring the saved scan" in r.message]) == 1  # ... saying why, once.
   assert json.loads(saved.read_text())["format"] == json.loads(text)["format"]  # ... and saved anew.
   assert dict(second.info.metadata) == dict(first.info.metadata)
   assert ({s: i.num_examples for s, i in second.info.splits.items()}

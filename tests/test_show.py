@@ -14,27 +14,22 @@ from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 from PIL import Image
 
-import flowers_dataset
+import flowers_dataset  # noqa: F401  (registers the builder)
 import korean_food
 from photo_datasets import show
-from photo_datasets.testing import build, read_examples
+from photo_datasets.testing import read_examples
 
 matplotlib.use("Agg")  # For tfds.show_examples, which draws with pyplot.
 from matplotlib import pyplot as plt  # noqa: E402  (after the backend is chosen)
 
-KFOOD_SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
-FLOWERS_SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample"
 CONFIGS = ("korean_food/64", "korean_food/full", "flowers_dataset/64")
 ENGLISH = {c.index: c.english_name for c in korean_food.food_classes()}
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory) -> str:
-  root = tmp_path_factory.mktemp("show")
-  for name in CONFIGS:
-    build(name, root, FLOWERS_SAMPLE if name.startswith("flowers") else KFOOD_SAMPLE)
-  return os.fspath(root)
+def data_dir(samples) -> str:
+  return samples.build(*CONFIGS)
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import json
 import os
 import pathlib
 import shutil
+import types
 
 import keras
 import numpy as np
@@ -20,19 +21,15 @@ from PIL import Image
 
 import flowers_dataset
 import korean_food
-from photo_datasets import train
+from photo_datasets import pipeline, train
 from photo_datasets.testing import build, split_of_bytes
 
-KOREAN_FOOD_SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 FLOWERS_SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-  data = tmp_path_factory.mktemp("train") / "data"
-  build("korean_food/64", data, KOREAN_FOOD_SAMPLE)
-  build("flowers_dataset/full", data, FLOWERS_SAMPLE)
-  return os.fspath(data)
+def data_dir(samples) -> str:
+  return samples.build("korean_food/64", "flowers_dataset/full")
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +76,7 @@ def _check_history(path: pathlib.Path, *, validation: bool, test: bool) -> dict:
   expected = {"loss", "accuracy"} | ({"val_loss", "val_accuracy"} if validation else set())
   assert set(history["history"]) == expected
   assert all(len(values) == 1 for values in history["history"].values())
-  assert history["train_images_per_second"] > 0
+  assert history["train_images_per_second"] > 0  # Its figure: test_training_speed_leaves_out_the_first_batch_only.
   assert len(history["epoch_train_images_per_second"]) == 1
   assert history["settings"]["epochs"] == 1
   if test:
@@ -103,6 +100,36 @@ def test_korean_food_writes_model_history_curves_and_classes(korean_food_run):
   assert history["settings"]["image_size"] == 64 and history["settings"]["batch_size"] == 8
   assert history["skipped_splits"] == []
   _check_png(result.plot_path)
+
+
+def test_the_test_metrics_are_the_saved_models_on_the_test_split(korean_food_run, data_dir):
+  result, _ = korean_food_run
+  model = keras.saving.load_model(result.model_path)
+
+  def scores(split: str) -> dict[str, float]:
+    return model.evaluate(pipeline.evaluation_dataset("korean_food/64", split=split, batch_size=8, data_dir=data_dir),
+                          return_dict=True, verbose=0)
+
+  history = json.loads(result.history_path.read_text(encoding="utf-8"))
+  test, validation = scores("test"), scores("validation")
+  assert history["test"] == result.test == pytest.approx(test, rel=1e-5)
+  assert history["history"]["val_loss"][-1] == pytest.approx(validation["loss"], rel=1e-5)
+  assert validation["loss"] != pytest.approx(test["loss"], rel=1e-3)  # So the two cannot be confused.
+  assert history["train_images_per_epoch"] == 33 // 8 * 8  # The sample's train split, full batches only.
+
+
+def test_training_speed_leaves_out_the_first_batch_only(monkeypatch):
+  ticks = iter([0.0, 5.0, 6.0, 7.0, 10.0, 11.0, 12.0])  # Epoch 1: a 5 s first batch, two of 1 s; epoch 2: two.
+  monkeypatch.setattr(train, "time", types.SimpleNamespace(perf_counter=lambda: next(ticks)))
+  speed = train._Speed(batch_size=8)
+  for epoch, batches in enumerate((3, 2)):
+    speed.on_epoch_begin(epoch)
+    for batch in range(batches):
+      speed.on_train_batch_end(batch)
+    speed.on_epoch_end(epoch)
+  assert speed.rates() == [24 / 7, 16 / 2]
+  assert speed.images_per_second() == 4 * 8 / 4  # 4 batches in 4 s once the first is left out.
+  assert speed.images_per_epoch() == 16
 
 
 def test_korean_food_classes_have_korean_and_english_names(korean_food_run):

@@ -19,6 +19,8 @@ seeds, so their corpora are reproducible byte for byte and hold no real photo
   of its bytes, so fixtures that need every split draw until they get it.
 * Builds (`build`, `read_examples`): a whole `tfds build` in-process, and
   every stored example read back.
+* Prerequisites (`missing`): a test without the real photos or the browser
+  skips, or fails where `PHOTO_DATASETS_REQUIRE` says they must be there (CI).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import unicodedata
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import tensorflow_datasets as tfds
@@ -454,6 +456,21 @@ def build(name: str, data_dir: PathLike, manual_dir: PathLike | None = None, *,
       download_config=tfds.download.DownloadConfig(
           manual_dir=None if manual_dir is None else os.fspath(manual_dir), beam_options=beam_options))
   return builder
+
+
+# Prerequisites a test may lack: "real_photos" (../shared/realdata), "chromium".
+REQUIRE_ENV = "PHOTO_DATASETS_REQUIRE"
+
+
+def missing(prerequisite: str, reason: str) -> NoReturn:
+  """Skips the calling test for want of `prerequisite`, or fails it where the
+  comma-separated `PHOTO_DATASETS_REQUIRE` names it (as `.ci/run` does: CI is
+  meant to have it, and a skip there would hide that it lost it)."""
+  import pytest  # Only tests call this; the scripts that use this module need no pytest.
+  required = {name.strip() for name in os.environ.get(REQUIRE_ENV, "").split(",")}
+  if prerequisite in required:
+    pytest.fail(f"{reason}, and {REQUIRE_ENV} requires {prerequisite}", pytrace=False)
+  pytest.skip(reason)
 
 
 def read_examples(builder: tfds.core.DatasetBuilder) -> dict[str, dict[str, Any]]:
