@@ -67,6 +67,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from photo_datasets.photos import records
 from photo_datasets.testing import benchmark_corpus
 
 import harness  # benchmarks/harness.py
@@ -169,9 +170,9 @@ def series_costs(count: int) -> None:
 
   from photo_datasets.build import scan
   from photo_datasets.photos import series
-  from photo_datasets.report import class_folder
+  from photo_datasets.photos.records import class_folder
   name, photos = benchmark_corpus.photos(min(count, 300))
-  candidates = [scan.Candidate(f"a/b/Img_000_{i:05d}.jpg", (), data) for i, data in enumerate(photos)]
+  candidates = [records.Candidate(f"a/b/Img_000_{i:05d}.jpg", (), data) for i, data in enumerate(photos)]
 
   def cpu_ms(inspect: scan._Inspect) -> float:
     start = time.process_time()

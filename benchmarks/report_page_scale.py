@@ -39,7 +39,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from korean_food import food_classes  # noqa: E402
 from photo_datasets.catalog import report_page  # noqa: E402
-from photo_datasets.report import BuildReport, Skipped  # noqa: E402
+from photo_datasets.catalog.build_report import BuildReport, Skipped  # noqa: E402
 
 SAMPLE = pathlib.Path(__file__).resolve().parents[1] / "flowers_dataset" / "sample" / "flower_photos"
 FLAGS = ("dark", "light", "low_information", "blurry", "odd_aspect_ratio", "odd_size", "grayscale")

@@ -19,9 +19,9 @@ from tensorflow_datasets.core.download.resource import get_dl_fname
 
 from flowers_dataset.attributions import parse_attributions
 from photo_datasets.build import builder, generation
-from photo_datasets.build.scan import Candidate, Photo, Span
+from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images
-from photo_datasets.report import BuildReport
+from photo_datasets.photos.records import Candidate, Photo, Span
 
 _URL = "http://download.tensorflow.org/example_images/flower_photos.tgz"
 # tf_flowers' label order, so label ids match it.

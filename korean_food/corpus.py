@@ -24,7 +24,6 @@ import functools
 import io
 import os
 import shutil
-import struct
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
@@ -32,11 +31,10 @@ from typing import IO, Any
 
 from korean_food import download
 from korean_food.classes import nfc
-from photo_datasets.build.scan import READABLE_ZIP_METHODS, Span
 from photo_datasets.photos.pieces import PiecedFile, whole_file
+from photo_datasets.photos.records import READABLE_ZIP_METHODS, ZIP_LOCAL_HEADER, ZIP_LOCAL_SIGNATURE, Span
 
 _UTF8_FLAG = 0x800
-_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., name length, extra length
 
 
 def decode_name(raw: bytes) -> str:
@@ -112,9 +110,9 @@ def _open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[IO[bytes],
   bytes start in the zip's own file (None when copied to a temporary file)."""
   if info.compress_type == zipfile.ZIP_STORED and zf.fp is not None:
     zf.fp.seek(info.header_offset)
-    signature, name_len, extra_len = _LOCAL_HEADER.unpack(zf.fp.read(_LOCAL_HEADER.size))
-    if signature == b"PK\x03\x04":
-      start = info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+    signature, name_len, extra_len = ZIP_LOCAL_HEADER.unpack(zf.fp.read(ZIP_LOCAL_HEADER.size))
+    if signature == ZIP_LOCAL_SIGNATURE:
+      start = info.header_offset + ZIP_LOCAL_HEADER.size + name_len + extra_len
       return io.BufferedReader(_Window(zf.fp, start, info.file_size), 1 << 20), start
   spool = tempfile.TemporaryFile()
   with zf.open(info) as member:
@@ -160,13 +158,13 @@ def _member_span(info: zipfile.ZipInfo, disk: tuple[PiecedFile, int] | None) -> 
   offset = start + info.header_offset
   # The local header's extra field may differ from the directory's: with a
   # margin, then exactly where the margin crosses a piece's end.
-  size = _LOCAL_HEADER.size + len(info.orig_filename.encode("utf-8")) + len(info.extra) + info.compress_size
+  size = ZIP_LOCAL_HEADER.size + len(info.orig_filename.encode("utf-8")) + len(info.extra) + info.compress_size
   place = file.locate(offset, size + 1024) if len(file.extents) > 1 else (file.extents[0].path, offset)
   if place is None:
     file.seek(offset)
-    signature, name_len, extra_len = _LOCAL_HEADER.unpack(file.read(_LOCAL_HEADER.size))
-    place = file.locate(offset, _LOCAL_HEADER.size + name_len + extra_len + info.compress_size)
-    if place is None or signature != b"PK\x03\x04":
+    signature, name_len, extra_len = ZIP_LOCAL_HEADER.unpack(file.read(ZIP_LOCAL_HEADER.size))
+    place = file.locate(offset, ZIP_LOCAL_HEADER.size + name_len + extra_len + info.compress_size)
+    if place is None or signature != ZIP_LOCAL_SIGNATURE:
       return None
   return Span(place[0], place[1], info.compress_size, info.compress_type, info.CRC)
 

@@ -11,11 +11,11 @@ from etils import epath
 
 from korean_food import classes, corpus, download, listing
 from korean_food.listing import CorpusListing
-from photo_datasets.build import builder, generation, scan
+from photo_datasets.build import builder, generation
 from photo_datasets.build.generation import Example
-from photo_datasets.build.scan import Photo
-from photo_datasets.photos import images
-from photo_datasets.report import BuildReport
+from photo_datasets.catalog.build_report import BuildReport
+from photo_datasets.photos import images, records
+from photo_datasets.photos.records import Photo
 
 _HOMEPAGE = "https://aihub.or.kr/aihubdata/data/view.do?dataSetSn=79"
 # Goes to dataset_info.json, LICENSE and croissant.json of every build.
@@ -101,7 +101,7 @@ class Builder(builder.PhotoBuilder):
     for photo in photos:
       pixels = listing.crop_area(photo.folder, photo.file_name.rsplit("/", 1)[-1])
       if pixels:
-        box = scan.photo_box(pixels, photo.check)
+        box = records.photo_box(pixels, photo.check)
         if box is None:
           report.counts["bad crop lines"] += 1
         else:

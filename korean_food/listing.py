@@ -25,9 +25,9 @@ import re
 from collections.abc import Iterator
 
 from korean_food import classes, corpus, crop_areas, download
-from photo_datasets.build.scan import Candidate
+from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos.images import IMAGE_SUFFIXES
-from photo_datasets.report import BuildReport
+from photo_datasets.photos.records import Candidate
 
 CROP_FILE = "crop_area.properties"
 _UNFINISHED = re.compile(r"\.zip\.part$", re.IGNORECASE)  # A browser's download in progress.

@@ -1,105 +1,16 @@
-"""The build report: what a build skipped or noticed, kept in `builder.info.metadata`.
+"""The build report page of a built config, written again.
 
   python -m photo_datasets.report NAME [--data_dir DIR]   # e.g. korean_food/224
 
-writes the config's report page and `quality.csv` again (`report_page`), also
-for a config built before the page existed, and prints the page's path.
+writes the config's report page and `quality.csv` again
+(`catalog.report_page`), also for a config built before the page existed, and
+prints the page's path. What a build reports: `catalog.build_report`.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
-from typing import Any
-
-
-def class_folder(file_name: str) -> str:
-  """The class folder of an example's `file_name` ("<...>/<class>/<file>")."""
-  return file_name.rsplit("/", 2)[-2]
-
-
-# Cases (skipped files, label conflicts, warnings) the printed summary names before "... and N more".
-SUMMARY_CASES = 5
-
-
-@dataclasses.dataclass(frozen=True)
-class Skipped:
-  """A source file left out of the dataset, and why."""
-
-  file_name: str
-  reason: str
-
-
-@dataclasses.dataclass
-class BuildReport:
-  """What a build skipped or noticed. Stored in `builder.info.metadata` and
-  printed at the end of every build."""
-
-  skipped_files: list[Skipped] = dataclasses.field(default_factory=list)
-  warnings: list[str] = dataclasses.field(default_factory=list)
-  duplicates: list[list[str]] = dataclasses.field(default_factory=list)
-  # Groups of near copies (resized, re-encoded, cropped, ...), each sharing one
-  # split: {"files": [...], "across_classes": bool}.
-  near_duplicates: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-  # Series: shots of one scene close in a class's order (`series`), each
-  # sharing one split with its near copies: {"files": [...]}.
-  series: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-  empty_splits: list[str] = dataclasses.field(default_factory=list)
-  ignored_files: int = 0
-  counts: dict[str, int] = dataclasses.field(default_factory=dict)
-  # One row per quality flag of a photo (`quality.flag_rows`): {"file_name",
-  # "split", "label", "flag", "score"}, worst first within each flag. Information only.
-  quality_flags: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-
-  def skip(self, file_name: str, reason: str) -> None:
-    self.skipped_files.append(Skipped(file_name, reason))
-
-  def as_metadata(self) -> dict[str, Any]:
-    """Plain JSON data; skipped files sorted by name, so the record does not
-    depend on the order in which workers finished."""
-    metadata = dataclasses.asdict(self)
-    metadata["skipped_files"] = sorted(
-        metadata["skipped_files"], key=lambda s: (s["file_name"], s["reason"]))
-    return metadata
-
-  @classmethod
-  def from_metadata(cls, metadata: dict[str, Any]) -> BuildReport:
-    fields = {f.name for f in dataclasses.fields(cls)}
-    report = cls(**{k: v for k, v in metadata.items() if k in fields})
-    report.skipped_files = [Skipped(**s) for s in metadata.get("skipped_files", [])]
-    return report
-
-  def summary(self, title: str, split_sizes: dict[str, int], page: str = "") -> str:
-    """A short human summary: examples per split, what was left out or noticed (counts, and the
-    first few cases), and the report page (`report_page`) that shows all of it."""
-    sizes = ", ".join(f"{s} {n}" for s, n in split_sizes.items())
-    left_out = f"; left out (no examples): {', '.join(self.empty_splits)}" if self.empty_splits else ""
-    identical_across = [g for g in self.duplicates if len({class_folder(f) for f in g}) > 1]
-    near_across = [g["files"] for g in self.near_duplicates if g["across_classes"]]
-    flags = self.quality_flags
-    counts = [f"skipped files: {len(self.skipped_files)}"]
-    if self.duplicates:
-      counts.append(f"byte-identical groups: {len(self.duplicates)} ({len(identical_across)} across classes)")
-    if self.near_duplicates:
-      counts.append(f"near-duplicate groups: {len(self.near_duplicates)} ({len(near_across)} across classes)")
-    if self.series:
-      counts.append(f"series: {len(self.series)} ({sum(len(g['files']) for g in self.series)} photos)")
-    if flags:
-      counts.append(f"photos flagged: {len({row['file_name'] for row in flags})}")
-    if self.warnings:
-      counts.append(f"warnings: {len(self.warnings)}")
-    cases = ([f"skipped {s.file_name}: {s.reason}" for s in self.skipped_files]
-             + [f"across classes: {' = '.join(g)}" for g in identical_across]
-             + [f"across classes: {' ~ '.join(g)}" for g in near_across]
-             + [f"warning: {w}" for w in self.warnings])
-    lines = [f"{title}: {sizes}{left_out}", "  " + ", ".join(counts)]
-    lines += [f"    {case}" for case in cases[:SUMMARY_CASES]]
-    if len(cases) > SUMMARY_CASES:
-      lines.append(f"    ... and {len(cases) - SUMMARY_CASES} more" + (" on the report page" if page else ""))
-    if page:
-      lines.append(f"  report: {page}")
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -108,7 +19,7 @@ def main(argv: list[str] | None = None) -> None:
   parser.add_argument("name", help="a built config, e.g. korean_food/224 (the dataset's default config without /)")
   parser.add_argument("--data_dir", help="where it was built (default: TFDS's, ~/tensorflow_datasets)")
   args = parser.parse_args(argv)
-  from photo_datasets.catalog import report_page
+  from photo_datasets.catalog import report_page  # Here: TensorFlow loads only when the command runs.
   from photo_datasets.reading import built
 
   try:

@@ -25,8 +25,8 @@ import numpy as np
 
 from korean_food.listing import CorpusListing
 from photo_datasets import testing
+from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images
-from photo_datasets.report import BuildReport
 
 SAMPLE_ZIP = pathlib.Path(__file__).resolve().parents[1] / "korean_food" / "sample" / "kfood.zip"
 # The photos it gives the builder fill all three splits (train 33, validation 3,

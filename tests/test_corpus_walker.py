@@ -100,7 +100,7 @@ def test_unreadable_zip_inside_zip_does_not_stop_the_walk(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# Where the bytes lie: workers read each file themselves (`scan.Span`).
+# Where the bytes lie: workers read each file themselves (`records.Span`).
 
 SAMPLE_ZIP = pathlib.Path(korean_food.__file__).parent / "sample" / "kfood.zip"
 

@@ -3,7 +3,7 @@ named by offset, the API's download.tar, a kfood.zip joined in name order, a
 cut transfer, a missing or short piece.
 
 Each form is made from one kfood.zip and walked (`corpus.walk`), every file
-read three ways (the walker, its `scan.Span` as a worker reads it, the
+read three ways (the walker, its `records.Span` as a worker reads it, the
 builder's `corpus.Reader` by location), on two archives: realistic photos in
 the real layout (1 MiB pieces, more than 10), and a ZIP64 archive of 12 GiB
 whose group zips lie past 12 GiB, in AIHub's 1 GiB pieces, all as sparse

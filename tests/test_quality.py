@@ -16,10 +16,10 @@ import pytest
 from PIL import Image, ImageFilter
 
 import flowers_dataset  # noqa: F401  (registers the builder)
-from photo_datasets.build import scan
+from photo_datasets.build import scan, scan_cache
 from photo_datasets.catalog import build_stats
-from photo_datasets.photos import images, quality, splits
-from photo_datasets.report import BuildReport
+from photo_datasets.catalog.build_report import BuildReport
+from photo_datasets.photos import images, quality, records, splits
 from photo_datasets.testing import build
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -149,11 +149,11 @@ def test_moments_of_a_uniform_image_are_its_colour_and_its_square():
   assert _moments(np.full((50, 70, 3), (10, 20, 30), np.uint8)) == (10, 20, 30, 100, 400, 900)
 
 
-def _photo(name: str, split: str, size: tuple[int, int] = (320, 240), **fields: object) -> scan.Photo:
+def _photo(name: str, split: str, size: tuple[int, int] = (320, 240), **fields: object) -> records.Photo:
   """A scanned photo of `split` (a digest chosen to fall in it)."""
   digest = next(d for i in range(1000) if splits.split_of(d := hashlib.sha256(str(i).encode()).hexdigest()) == split)
   check = images.ImageCheck("JPEG", "RGB", *size, 1, b"")
-  return scan.Photo(name, (name,), digest, check, **fields)
+  return records.Photo(name, (name,), digest, check, **fields)
 
 
 def test_channel_stats_are_those_of_the_train_photos_each_weighing_the_same():
@@ -232,8 +232,8 @@ def test_on_the_47_real_aihub_photos_only_the_two_wide_strips_are_flagged(real_k
 # From the scan to the build's report.
 
 
-def _candidates(files: dict[str, bytes]) -> list[scan.Candidate]:
-  return [scan.Candidate(name, (name,), data) for name, data in sorted(files.items())]
+def _candidates(files: dict[str, bytes]) -> list[records.Candidate]:
+  return [records.Candidate(name, (name,), data) for name, data in sorted(files.items())]
 
 
 def test_the_scan_keeps_each_photos_scores_and_moments_and_the_saved_scan_round_trips_them(tmp_path):
@@ -249,13 +249,13 @@ def test_the_scan_keeps_each_photos_scores_and_moments_and_the_saved_scan_round_
   assert daisy.moments == _moments(_daisy())
 
   path = tmp_path / "scan.json"
-  scan.save_scan(path, photos, report)
-  loaded = scan.load_scan(path)
+  scan_cache.save_scan(path, photos, report)
+  loaded = scan_cache.load_scan(path)
   assert loaded is not None and loaded[0] == photos  # Scores and moments included.
   saved = json.loads(path.read_text())
   saved["format"] -= 1  # A scan saved before the scores were: scanned again.
   path.write_text(json.dumps(saved))
-  assert scan.load_scan(path) is None
+  assert scan_cache.load_scan(path) is None
 
 
 def test_a_build_lists_a_black_photo_among_its_quality_flags_as_dark_also_from_a_reused_scan(tmp_path, monkeypatch):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from photo_datasets.report import BuildReport, Skipped
+from photo_datasets.catalog.build_report import BuildReport, Skipped
 
 
 def _eventful_report() -> BuildReport:

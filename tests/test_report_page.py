@@ -30,8 +30,8 @@ from PIL import Image
 import flowers_dataset  # noqa: F401  (registers the builder)
 import korean_food
 from photo_datasets import report, testing
-from photo_datasets.catalog import build_stats, report_page
-from photo_datasets.report import BuildReport, Skipped
+from photo_datasets.catalog import build_report, build_stats, report_page
+from photo_datasets.catalog.build_report import BuildReport, Skipped
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "flowers_dataset" / "sample" / "flower_photos"
@@ -154,7 +154,7 @@ def test_the_printed_summary_is_short(built):
     lines = said.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("flowers_dataset/"))
     summary = lines[start:next(i for i, line in enumerate(lines) if line.startswith("  report: ")) + 1]
-    assert len(summary) <= 2 + report.SUMMARY_CASES + 2, summary
+    assert len(summary) <= 2 + build_report.SUMMARY_CASES + 2, summary
     assert "skipped files: 2" in summary[1] and "across classes" in summary[1]
 
 

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 import korean_food
-from photo_datasets.build import scan
+from photo_datasets.build import scan_cache
 from photo_datasets.photos import images
 from photo_datasets.testing import build, read_examples
 
@@ -55,7 +55,7 @@ def test_the_fingerprint_changes_with_a_name_a_size_or_a_time(tmp_path):
   os.utime(photo, ns=moment)
 
   def fingerprint() -> str:
-    return scan.source_fingerprint(os.fspath(tmp_path))
+    return scan_cache.source_fingerprint(os.fspath(tmp_path))
 
   seen = [fingerprint()]
   assert fingerprint() == seen[0]  # The same files: the same fingerprint, the saved scan reused.

@@ -26,8 +26,9 @@ import flowers_dataset
 from flowers_dataset.flowers_dataset_dataset_builder import flickr_id
 from korean_food.listing import series_position
 from photo_datasets.build import scan
-from photo_datasets.photos import images, series, splits
-from photo_datasets.report import BuildReport, class_folder
+from photo_datasets.catalog.build_report import BuildReport
+from photo_datasets.photos import images, records, series, splits
+from photo_datasets.photos.records import class_folder
 
 KFOOD_SERIES = (
     tuple(f"찌개/동태찌개/Img_121_{i:04d}.jpg" for i in range(3, 10)),
@@ -135,8 +136,8 @@ def test_a_series_and_a_near_copy_it_touches_share_one_split():
   check = images.inspect_image(data)
   other = images.inspect_image((FLOWERS / "tulips" / "100930342_92e8746431_n.jpg").read_bytes())
   digests = [splits.content_digest(bytes([i]) + data) for i in range(3)]
-  photos = [scan.Photo("x/a/0.jpg", (), digests[0], other), scan.Photo("x/a/1.jpg", (), digests[1], check),
-            scan.Photo("x/a/2.jpg", (), digests[2], check)]
+  photos = [records.Photo("x/a/0.jpg", (), digests[0], other), records.Photo("x/a/1.jpg", (), digests[1], check),
+            records.Photo("x/a/2.jpg", (), digests[2], check)]
   report = BuildReport()
   grouped = scan.group_near_duplicates(photos, report, [[0, 1]])
   assert report.series == [{"files": ["x/a/0.jpg", "x/a/1.jpg"]}]
@@ -148,7 +149,7 @@ def test_a_series_and_a_near_copy_it_touches_share_one_split():
 
 def test_features_are_made_only_where_the_builder_orders_its_photos():
   data = (FLOWERS / "daisy" / "100080576_f52e8ee070_n.jpg").read_bytes()
-  candidate = scan.Candidate("daisy/100080576_f52e8ee070_n.jpg", (), data)
+  candidate = records.Candidate("daisy/100080576_f52e8ee070_n.jpg", (), data)
   with_series = scan._Inspect(None, series=True)(candidate)
   without = scan._Inspect(None)(candidate)
   assert isinstance(with_series, scan._Scanned) and isinstance(without, scan._Scanned)

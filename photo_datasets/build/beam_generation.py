@@ -19,8 +19,8 @@ import apache_beam as beam
 from etils import epath
 
 from photo_datasets.build.generation import Example, ExampleMaker, Reader, convert_or_skip, read_or_skip
-from photo_datasets.build.scan import Photo
-from photo_datasets.report import Skipped
+from photo_datasets.catalog.build_report import Skipped
+from photo_datasets.photos.records import Photo
 
 _BATCH = 64
 

@@ -7,7 +7,7 @@ A dataset subclasses it and provides, besides TFDS's `_info`:
   location (default: plain file paths).
 * `_find_source(dl_manager)`: the folder holding the source (download it, or
   find it in the manual dir).
-* `_list_source(source, report)`: an iterable of `scan.Candidate`s, every file
+* `_list_source(source, report)`: an iterable of `records.Candidate`s, every file
   that may be an image, in location order. Files it rejects outright go into
   the report (`report.skip`, `report.ignored_files`, `report.warnings`).
 * `_annotate(photos, listing, report)`: optional; the valid photos, sorted by
@@ -42,10 +42,10 @@ import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
 
-from photo_datasets.build import configs, disk, generation, parallel, scan, sharding
+from photo_datasets.build import configs, converted, disk, generation, parallel, scan, scan_cache, sharding
 from photo_datasets.catalog import build_stats, croissant
-from photo_datasets.photos import images, splits
-from photo_datasets.report import BuildReport
+from photo_datasets.catalog.build_report import BuildReport
+from photo_datasets.photos import images, records, splits
 
 CHECKSUMS_DIR = epath.Path(__file__).parent.parent.parent / "checksums"
 
@@ -81,10 +81,10 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
   def _find_source(self, dl_manager: tfds.download.DownloadManager) -> epath.Path:
     raise NotImplementedError
 
-  def _list_source(self, source: epath.Path, report: BuildReport) -> Iterable[scan.Candidate]:
+  def _list_source(self, source: epath.Path, report: BuildReport) -> Iterable[records.Candidate]:
     raise NotImplementedError
 
-  def _annotate(self, photos: list[scan.Photo], listing: Any, report: BuildReport) -> list[scan.Photo]:
+  def _annotate(self, photos: list[records.Photo], listing: Any, report: BuildReport) -> list[records.Photo]:
     return photos
 
   def _example_maker(self, source: epath.Path) -> generation.ExampleMaker:
@@ -195,10 +195,10 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     # The build in progress: its report, and whether Beam runs it.
     started = time.perf_counter()
     self._report = BuildReport()
-    self._split_photos: dict[str, list[scan.Photo]] = {}  # What each split's generation was given.
+    self._split_photos: dict[str, list[records.Photo]] = {}  # What each split's generation was given.
     self._source_path: str | None = None
     self._beam = bool(download_config.beam_runner or download_config.beam_options)
-    self._converted: scan.ConvertedImages | None = None  # What the scan converted already.
+    self._converted: converted.ConvertedImages | None = None  # What the scan converted already.
     try:
       super()._download_and_prepare(dl_manager, download_config)
     finally:
@@ -214,12 +214,12 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     self._built = _Built(self._report, sizes, {p.file_name: split for split, group in built.items() for p in group},
                          self._source_reader(built), time.perf_counter() - started)
 
-  def _built_photos(self) -> dict[str, list[scan.Photo]]:
+  def _built_photos(self) -> dict[str, list[records.Photo]]:
     """The photos in each split's records: those given to generation, less those it skipped."""
     skipped = {s.file_name for s in self._report.skipped_files}
     return {split: [p for p in photos if p.file_name not in skipped] for split, photos in self._split_photos.items()}
 
-  def _source_reader(self, built: dict[str, list[scan.Photo]]) -> Callable[[set[str]], dict[str, bytes]]:
+  def _source_reader(self, built: dict[str, list[records.Photo]]) -> Callable[[set[str]], dict[str, bytes]]:
     """Reads the report page's photos from the source, framed as stored (a sized config's
     square crop, at thumbnail size): a few reads instead of a pass over every record."""
     from photo_datasets.catalog import report_page
@@ -264,7 +264,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     return {name: self._generate_examples(source, group, name)
             for name, group in by_split.items() if group}
 
-  def _generate_examples(self, source: epath.Path, photos: list[scan.Photo], split: str) -> Any:
+  def _generate_examples(self, source: epath.Path, photos: list[records.Photo], split: str) -> Any:
     """Examples in location order (each archive opened once)."""
     make = self._example_maker(source)
     photos = sorted(photos, key=lambda p: p.location)
@@ -285,14 +285,14 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     from photo_datasets.build import beam_generation
     self._report.skipped_files += beam_generation.read_skips(self._beam_skips_dir)
 
-  def _scan(self, source: epath.Path, cache_dir: epath.Path | None) -> tuple[list[scan.Photo], BuildReport]:
+  def _scan(self, source: epath.Path, cache_dir: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
     """Scans `source`, or reuses the saved scan of the same, unchanged files;
     checks the disk space before the conversion starts. Fills the report's
     quality flags from the photos' scores either way."""
     cache = None
     if cache_dir:
-      cache = cache_dir / f"{self.name}-{scan.source_fingerprint(os.fspath(source))[:20]}.json"
-      if cache.exists() and (saved := scan.load_scan(cache)) is not None:
+      cache = cache_dir / f"{self.name}-{scan_cache.source_fingerprint(os.fspath(source))[:20]}.json"
+      if cache.exists() and (saved := scan_cache.load_scan(cache)) is not None:
         logging.info("Reusing the scan of %s saved in %s", source, cache)
         self._check_disk_space(len(saved[0]), sum(p.nbytes for p in saved[0]), converts_in_scan=False)
         saved[1].quality_flags = build_stats.flag_rows(saved[0])  # From the saved scores, by today's thresholds.
@@ -304,13 +304,13 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     report = BuildReport()
     listing = self._list_source(source, report)
     if size and converts_in_scan:
-      self._converted = scan.ConvertedImages(size, self.data_dir)
+      self._converted = converted.ConvertedImages(size, self.data_dir)
     photos = scan.scan(listing, report, workers=self.workers, converted=self._converted,
                        series_position=self._series_order())
     photos = self._annotate(photos, listing, report)
     report.quality_flags = build_stats.flag_rows(photos)  # Information only: no photo is left out for a flag.
     if cache:
-      scan.save_scan(cache, photos, report)
+      scan_cache.save_scan(cache, photos, report)
     # The images converted in the scan are on the disk already: what is left to write is the records.
     self._check_disk_space(len(photos), sum(p.nbytes for p in photos), converts_in_scan=False)
     return photos, report

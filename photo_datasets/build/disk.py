@@ -84,7 +84,7 @@ def stored_bytes(image_size: int | None, photos: int, source_bytes: int) -> int:
 def needed_bytes(image_size: int | None, photos: int, source_bytes: int, *, converts_in_scan: bool) -> int:
   """The most a build of one config holds in the data dir at once."""
   records = stored_bytes(image_size, photos, source_bytes)
-  waiting = records if converts_in_scan else 0  # `scan.ConvertedImages`, until generation is done.
+  waiting = records if converts_in_scan else 0  # `converted.ConvertedImages`, until generation is done.
   return records + waiting + _SLACK
 
 

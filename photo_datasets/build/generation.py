@@ -16,9 +16,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from photo_datasets.build import parallel
-from photo_datasets.build.scan import ConvertedImages, Photo
+from photo_datasets.build.converted import ConvertedImages
+from photo_datasets.catalog.build_report import Skipped
 from photo_datasets.photos import images
-from photo_datasets.report import Skipped
+from photo_datasets.photos.records import Photo
 
 Example = dict[str, Any]
 

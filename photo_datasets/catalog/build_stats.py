@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from photo_datasets.build.scan import Photo
 from photo_datasets.photos import quality
+from photo_datasets.photos.records import Photo
 
 CLASS_WEIGHTS_FORMULA = ("n_train / (n_present * count_train), n_present = classes with a train example; "
                          "0 for a class absent from train")

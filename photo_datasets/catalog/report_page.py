@@ -43,8 +43,9 @@ from typing import Any
 
 from PIL import Image, ImageOps
 
+from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, quality
-from photo_datasets.report import BuildReport, class_folder
+from photo_datasets.photos.records import class_folder
 
 FILE_NAME = "report.html"
 CSV_NAME = "quality.csv"

@@ -4,7 +4,7 @@ A download may arrive as several files (pieces on disk, members of a tar, or
 pieces joined in the wrong order into one file). `PiecedFile` reads such runs
 of bytes in the order given as one seekable, read-only file, nothing copied;
 `locate` tells where a range of it lies on disk, so that a worker process can
-read a photo there itself (`scan.Span`) unless the photo straddles two runs.
+read a photo there itself (`records.Span`) unless the photo straddles two runs.
 """
 
 from __future__ import annotations
