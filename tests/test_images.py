@@ -288,3 +288,15 @@ def test_decompression_bomb_is_rejected(monkeypatch, pixels):
 def test_bomb_limit_is_a_real_limit(monkeypatch):
   monkeypatch.setattr(PIL.Image, "MAX_IMAGE_PIXELS", 1_000)
   assert images.inspect_image(encode(Image.new("RGB", (90, 10)), "PNG")).width == 90
+
+
+def test_a_conversion_from_the_scans_pixels_is_the_conversion_of_its_own_decode_metadata_included():
+  """The scan decodes JPEGs with simplejpeg; what it hands the conversion must encode to the bytes a
+  conversion of its own (PIL's decode) makes, with what PIL carries over (this photo's comment)."""
+  data = (SAMPLE / "roses" / "21522100663_455b77a90c_n.jpg").read_bytes()
+  with Image.open(io.BytesIO(data)) as source:
+    assert "icc_profile" in source.info and "comment" in source.info
+  check, pixels = images.decode_and_inspect(data)
+  assert images.encodes_from_scan(check, 64, None)
+  from_scan = images.encode_image(data, check, size=64, decoded=pixels)
+  assert from_scan == images.encode_image(data, check, size=64)

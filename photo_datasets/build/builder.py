@@ -76,6 +76,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
   READER: type[generation.Reader] = generation.FileReader
   # Shown first on the build report page (`report_page`), e.g. who may see it.
   REPORT_NOTE = ""
+  _build: _Build  # The build in progress (`download_and_prepare`).
   _built: _Built | None = None  # The build just made, until its page is written.
 
   def _find_source(self, dl_manager: tfds.download.DownloadManager) -> epath.Path:
@@ -142,7 +143,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     (`disk.remove_leftovers`); a disk that fills up anyway ends the build with
     `disk.NotEnoughDiskSpace`, in the words of the check made before it."""
     config_dir = os.path.dirname(os.fspath(self.data_path))
-    self._needed_bytes = 0
+    self._build = _Build()
     if disk.is_local(config_dir) and not self.data_path.exists():  # A built copy still loads read-only.
       disk.check_writable(self._full_name, config_dir)
     with disk.config_lock(config_dir) if disk.is_local(config_dir) else contextlib.nullcontext(False) as locked:
@@ -153,7 +154,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
         super().download_and_prepare(**kwargs)
       except Exception as e:
         if disk.is_out_of_space(e) and not isinstance(e, disk.NotEnoughDiskSpace):
-          raise disk.out_of_space(self._full_name, os.fspath(self._data_dir_root), self._needed_bytes) from e
+          raise disk.out_of_space(self._full_name, os.fspath(self._data_dir_root), self._build.needed_bytes) from e
         raise
     if not (self.data_path / croissant.FILE_NAME).exists():
       try:
@@ -192,32 +193,27 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
 
   def _download_and_prepare(self, dl_manager: tfds.download.DownloadManager,
                             download_config: tfds.download.DownloadConfig) -> None:
-    # The build in progress: its report, and whether Beam runs it.
-    started = time.perf_counter()
-    self._report = BuildReport()
-    self._split_photos: dict[str, list[records.Photo]] = {}  # What each split's generation was given.
-    self._source_path: str | None = None
-    self._beam = bool(download_config.beam_runner or download_config.beam_options)
-    self._converted: converted.ConvertedImages | None = None  # What the scan converted already.
+    build = self._build = _Build(beam=bool(download_config.beam_runner or download_config.beam_options))
     try:
       super()._download_and_prepare(dl_manager, download_config)
     finally:
-      if self._converted is not None:
-        self._converted.close()
+      if build.converted is not None:
+        build.converted.close()
 
     built = self._built_photos()
-    self.info.metadata.update(self._report.as_metadata())
+    self.info.metadata.update(build.report.as_metadata())
     self.info.metadata.update(build_stats.metadata(built, self.info.features["label"].names))
-    self.info.metadata["source"] = self._source_path
+    self.info.metadata["source"] = build.source_path
     sizes = {name: split.num_examples for name, split in self.info.splits.items()}
     # Printed by `download_and_prepare` once the page is written, with its path.
-    self._built = _Built(self._report, sizes, {p.file_name: split for split, group in built.items() for p in group},
-                         self._source_reader(built), time.perf_counter() - started)
+    self._built = _Built(build.report, sizes, {p.file_name: split for split, group in built.items() for p in group},
+                         self._source_reader(built), time.perf_counter() - build.started)
 
   def _built_photos(self) -> dict[str, list[records.Photo]]:
     """The photos in each split's records: those given to generation, less those it skipped."""
-    skipped = {s.file_name for s in self._report.skipped_files}
-    return {split: [p for p in photos if p.file_name not in skipped] for split, photos in self._split_photos.items()}
+    skipped = {s.file_name for s in self._build.report.skipped_files}
+    return {split: [p for p in photos if p.file_name not in skipped]
+            for split, photos in self._build.split_photos.items()}
 
   def _source_reader(self, built: dict[str, list[records.Photo]]) -> Callable[[set[str]], dict[str, bytes]]:
     """Reads the report page's photos from the source, framed as stored (a sized config's
@@ -254,12 +250,12 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
 
   def _split_generators(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
     source = self._find_source(dl_manager)
-    photos, self._report = self._scan(source, _scan_cache_dir(dl_manager))
+    photos, self._build.report = self._scan(source, _scan_cache_dir(dl_manager))
     if not photos:
       raise ValueError(self._nothing_usable(source))
     by_split = {name: [p for p in photos if p.split == name] for name in splits.SPLIT_NAMES}
-    self._report.empty_splits = [name for name, group in by_split.items() if not group]
-    for name in self._report.empty_splits:
+    self._build.report.empty_splits = [name for name, group in by_split.items() if not group]
+    for name in self._build.report.empty_splits:
       logging.warning("%s: split %r would be empty and is left out.", self.name, name)
     return {name: self._generate_examples(source, group, name)
             for name, group in by_split.items() if group}
@@ -268,14 +264,14 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     """Examples in location order (each archive opened once)."""
     make = self._example_maker(source)
     photos = sorted(photos, key=lambda p: p.location)
-    self._split_photos[split] = photos
-    self._source_path = os.fspath(source)
-    if self._beam:
+    self._build.split_photos[split] = photos
+    self._build.source_path = os.fspath(source)
+    if self._build.beam:
       from photo_datasets.build import beam_generation  # Needs apache_beam.
       return beam_generation.ConvertSplit(photos, make, self.READER, self._beam_skips_dir, split)
     return generation.generate_locally(
-        photos, make, self.READER(), self._report.skipped_files, workers=self.workers,
-        converted=self._converted)
+        photos, make, self.READER(), self._build.report.skipped_files, workers=self.workers,
+        converted=self._build.converted)
 
   @property
   def _beam_skips_dir(self) -> epath.Path:
@@ -283,7 +279,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
 
   def _process_pipeline_result(self, pipeline_result: Any) -> None:
     from photo_datasets.build import beam_generation
-    self._report.skipped_files += beam_generation.read_skips(self._beam_skips_dir)
+    self._build.report.skipped_files += beam_generation.read_skips(self._beam_skips_dir)
 
   def _scan(self, source: epath.Path, cache_dir: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
     """Scans `source`, or reuses the saved scan of the same, unchanged files;
@@ -299,13 +295,13 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
         return saved
     size = self.builder_config.image_size
     # Beam workers convert on other machines; a bucket (gs://) holds no temporary file of ours.
-    converts_in_scan = bool(size) and not self._beam and disk.is_local(self.data_dir)
+    converts_in_scan = bool(size) and not self._build.beam and disk.is_local(self.data_dir)
     self._check_disk_space(*self._estimate_source(source), converts_in_scan=converts_in_scan)
     report = BuildReport()
     listing = self._list_source(source, report)
     if size and converts_in_scan:
-      self._converted = converted.ConvertedImages(size, self.data_dir)
-    photos = scan.scan(listing, report, workers=self.workers, converted=self._converted,
+      self._build.converted = converted.ConvertedImages(size, self.data_dir)
+    photos = scan.scan(listing, report, workers=self.workers, converted=self._build.converted,
                        series_position=self._series_order())
     photos = self._annotate(photos, listing, report)
     report.quality_flags = build_stats.flag_rows(photos)  # Information only: no photo is left out for a flag.
@@ -320,13 +316,13 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     return f"{self.name}/{self.builder_config.name}"
 
   def _check_disk_space(self, photos: int, source_bytes: int, *, converts_in_scan: bool) -> None:
-    self._needed_bytes = disk.needed_bytes(self.builder_config.image_size, photos, source_bytes,
-                                           converts_in_scan=converts_in_scan)
+    self._build.needed_bytes = disk.needed_bytes(self.builder_config.image_size, photos, source_bytes,
+                                                 converts_in_scan=converts_in_scan)
     if disk.is_local(self._data_dir_root):
-      disk.preflight(self._full_name, os.fspath(self._data_dir_root), self._needed_bytes)
+      disk.preflight(self._full_name, os.fspath(self._data_dir_root), self._build.needed_bytes)
 
   def _nothing_usable(self, source: epath.Path) -> str:
-    report = self._report
+    report = self._build.report
     examples = "".join([f"\n  {s.file_name}: {s.reason}" for s in report.skipped_files[:10]]
                        + [f"\n  {w}" for w in report.warnings[:10]])
     return (f"No usable image in {source}: found {report.ignored_files} non-image "
@@ -344,6 +340,20 @@ def _scan_cache_dir(dl_manager: tfds.download.DownloadManager) -> epath.Path | N
     if cache_dir == manual or cache_dir.startswith(manual + os.sep):
       return None
   return epath.Path(cache_dir)
+
+
+@dataclasses.dataclass
+class _Build:
+  """A build in progress, from `download_and_prepare` to its end: what TFDS's
+  hooks (`_split_generators`, `_generate_examples`, ...) learn and share."""
+
+  beam: bool = False  # Whether Beam runs the generation.
+  started: float = dataclasses.field(default_factory=time.perf_counter)
+  report: BuildReport = dataclasses.field(default_factory=BuildReport)
+  split_photos: dict[str, list[records.Photo]] = dataclasses.field(default_factory=dict)  # Given to generation.
+  source_path: str | None = None
+  converted: converted.ConvertedImages | None = None  # What the scan converted already.
+  needed_bytes: int = 0  # The disk check's estimate, for the out-of-space message.
 
 
 @dataclasses.dataclass(frozen=True)

@@ -188,6 +188,7 @@ def decode_and_inspect(data: bytes, strict: bool = True) -> tuple[ImageCheck, Im
     array = strict_jpeg_pixels(data, _STRICT_JPEG_MODES[mode], image.size)
   if array is not None:
     decoded = Image.fromarray(array[:, :, 0] if array.shape[2] == 1 else array)
+    decoded.info = dict(image.info)  # What a re-encoding carries over (its comment), as from PIL's decode.
     if decoded.size != image.size:
       raise BadImage(f"cannot decode {fmt}: {decoded.size} pixels decoded, {image.size} expected")
   else:
