@@ -38,7 +38,7 @@ from PIL import Image
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from korean_food import food_classes  # noqa: E402
-from photo_datasets.catalog import report_page  # noqa: E402
+from photo_datasets.catalog import page_data, page_html, report_page  # noqa: E402
 from photo_datasets.catalog.build_report import BuildReport, Skipped  # noqa: E402
 
 SAMPLE = pathlib.Path(__file__).resolve().parents[1] / "flowers_dataset" / "sample" / "flower_photos"
@@ -46,7 +46,7 @@ FLAGS = ("dark", "light", "low_information", "blurry", "odd_aspect_ratio", "odd_
 STORED_BYTES = 17_000  # Mean stored JPEG of korean_food/224 (2.6 GB for 150,513 photos).
 
 
-def simulated_page(photos: int, seed: int = 0) -> report_page.PageData:
+def simulated_page(photos: int, seed: int = 0) -> page_data.PageData:
   rng = random.Random(seed)
   classes = food_classes()
   weights = [rng.uniform(300, 1500) for _ in classes]
@@ -59,7 +59,7 @@ def simulated_page(photos: int, seed: int = 0) -> report_page.PageData:
     counts = {"train": 0, "validation": 0, "test": 0}
     for j in range(n):
       counts[split_of[f"{c.super_category}/{c.name}/Img_{c.index:03d}_{j:04d}.jpg"]] += 1
-    rows.append(report_page.ClassRow(c.index, c.name, c.english_name, counts, n * 7 // 10))
+    rows.append(page_data.ClassRow(c.index, c.name, c.english_name, counts, n * 7 // 10))
   shuffled = [name for _, name in names]
   rng.shuffle(shuffled)
   at = 0
@@ -83,7 +83,7 @@ def simulated_page(photos: int, seed: int = 0) -> report_page.PageData:
       flags.append({"file_name": name, "split": split_of[name], "label": name.split("/")[1], "flag": flag,
                     "score": round(rng.random(), 4)})
   flags.sort(key=lambda r: (FLAGS.index(r["flag"]), -r["score"]))
-  return report_page.PageData(
+  return page_data.PageData(
       "korean_food/224", "Images centre-cropped to a square and resized to 224x224.", ["train", "validation", "test"],
       rows, report, quality_flags=flags, flag_names=list(FLAGS), split_of=split_of, source="/data/kfood.zip",
       build_seconds=528.0,
@@ -151,13 +151,13 @@ def main() -> None:
   start = time.perf_counter()
   page = simulated_page(args.photos)
   simulated = time.perf_counter() - start
-  stored, skipped = report_page.wanted_thumbnails(page)
+  stored, skipped = page_data.wanted_thumbnails(page)
   stand_ins = stored_stand_ins(stored | skipped)
   start = time.perf_counter()
   uris = report_page.data_uris(stand_ins)
   thumbnails = time.perf_counter() - start
   start = time.perf_counter()
-  text = report_page.render(page, uris)
+  text = page_html.render(page, uris)
   with open(args.out, "w", encoding="utf-8") as f:
     f.write(text)
   rendered = time.perf_counter() - start

@@ -30,7 +30,7 @@ from PIL import Image
 import flowers_dataset  # noqa: F401  (registers the builder)
 import korean_food
 from photo_datasets import report, testing
-from photo_datasets.catalog import build_report, build_stats, report_page
+from photo_datasets.catalog import build_report, build_stats, page_data, page_html, report_page
 from photo_datasets.catalog.build_report import BuildReport, Skipped
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -350,18 +350,18 @@ def test_korean_food_page_lists_all_150_classes_with_korean_and_english_names_an
 # The page's content from made data (no build).
 
 
-def _made_page(**changes: Any) -> report_page.PageData:
-  classes = [report_page.ClassRow(i, f"class_{i}", f"Class {i}", {"train": n, "validation": n // 10}, n // 2)
+def _made_page(**changes: Any) -> page_data.PageData:
+  classes = [page_data.ClassRow(i, f"class_{i}", f"Class {i}", {"train": n, "validation": n // 10}, n // 2)
              for i, n in enumerate([100, 90, 110, 20, 0])]
-  page = report_page.PageData("made/224", "made", ["train", "validation"], classes, BuildReport())
+  page = page_data.PageData("made/224", "made", ["train", "validation"], classes, BuildReport())
   for key, value in changes.items():
     setattr(page, key, value)
   return page
 
 
 def test_classes_far_below_the_median_and_empty_ones_stand_out():
-  rows = _Page(report_page.render(_made_page(), {})).rows
-  parsed = _Page(report_page.render(_made_page(), {}))
+  rows = _Page(page_html.render(_made_page(), {})).rows
+  parsed = _Page(page_html.render(_made_page(), {}))
   assert [row["class"].split()[1:] for row in rows.values()] == [[], [], [], ["low"]]
   assert rows[3]["cells"][-1] == "far below the median" and "Classes with no photo (1): class_4 (Class 4)." in (
       parsed.text)
@@ -374,10 +374,10 @@ def test_flags_show_thumbnails_worst_first_capped_with_a_count_of_the_rest():
           for i in range(150)] + [{"file_name": "class_1/b.jpg", "split": "test", "label": "class_1", "flag": "blurry",
                                    "score": 0.5}]
   page = _made_page(quality_flags=rows, flag_names=["blurry", "dark"])
-  stored, _ = report_page.wanted_thumbnails(page)
+  stored, _ = page_data.wanted_thumbnails(page)
   assert len(stored) == 101
   uri = report_page.data_uris({"x": testing.jpeg(0)})["x"]
-  text = report_page.render(page, dict.fromkeys(stored, uri))
+  text = page_html.render(page, dict.fromkeys(stored, uri))
   parsed = _Page(text)
   assert [i["alt"] for i in parsed.images] == ["class_1/b.jpg"] + [f"class_0/{i}.jpg" for i in range(100)]
   assert "… and 50 more photos (quality.csv)" in parsed.text
@@ -388,9 +388,9 @@ def test_groups_across_classes_come_first_and_thumbnails_stop_at_the_cap():
   groups = [{"files": [f"a/{i}.jpg", f"a/{i}b.jpg"], "across_classes": False} for i in range(60)]
   groups.append({"files": ["a/x.jpg", "b/x.jpg"], "across_classes": True})
   page = _made_page(report=BuildReport(near_duplicates=groups))
-  assert report_page.near_duplicate_groups(page)[0]["files"] == ["a/x.jpg", "b/x.jpg"]
-  stored, _ = report_page.wanted_thumbnails(page)
-  assert len(stored) == report_page.THUMBNAILS_PER_SECTION and {"a/x.jpg", "b/x.jpg"} <= stored
+  assert page_data.near_duplicate_groups(page)[0]["files"] == ["a/x.jpg", "b/x.jpg"]
+  stored, _ = page_data.wanted_thumbnails(page)
+  assert len(stored) == page_data.THUMBNAILS_PER_SECTION and {"a/x.jpg", "b/x.jpg"} <= stored
 
 
 def test_a_skipped_file_that_decodes_gets_a_thumbnail_and_one_that_does_not_a_placeholder(tmp_path):
@@ -399,15 +399,15 @@ def test_a_skipped_file_that_decodes_gets_a_thumbnail_and_one_that_does_not_a_pl
   (tmp_path / "a" / "html.jpg").write_bytes(testing.broken_files(0)["html"])
   report_data = BuildReport(skipped_files=[Skipped("a/cmyk.jpg", "made"), Skipped("a/html.jpg", "made")])
   page = _made_page(report=report_data, source=str(tmp_path))
-  _, skipped = report_page.wanted_thumbnails(page)
+  _, skipped = page_data.wanted_thumbnails(page)
   images = report_page._skipped_images(page.source, skipped)
-  parsed = _Page(report_page.render(page, report_page.data_uris(images)))
+  parsed = _Page(page_html.render(page, report_page.data_uris(images)))
   assert [i["alt"] for i in parsed.images] == ["a/cmyk.jpg"] and "no image a/html.jpg" in parsed.text
 
 
 def test_text_from_the_source_is_escaped():
   page = _made_page(report=BuildReport(warnings=["<script>alert(1)</script> & more"]))
-  parsed = _Page(report_page.render(page, {}))
+  parsed = _Page(page_html.render(page, {}))
   assert "script" not in parsed.tags and "<script>alert(1)</script> & more" in parsed.text
 
 
