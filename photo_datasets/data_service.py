@@ -70,6 +70,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from photo_datasets.photos import images
+
 PROCESSING_MODE = "distributed_epoch"
 COMPRESSION = None  # Off: see the module docstring.
 # How long the trainer waits for a batch before it calls a worker lost. A
@@ -171,8 +173,8 @@ def distribute(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], ser
   address = options.address
   parse_address(address)
   timeout = stall_timeout(stall_timeout_s if stall_timeout_s is not None else options.stall_timeout_s)
-  if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
-    raise ValueError(f"batch_size must be >= 1, got {batch_size!r}.")
+  if batch_size is not None:
+    images.whole_number(batch_size, "batch_size", images.POSITIVE)
 
   def served(epoch: tf.data.Dataset) -> tf.data.Dataset:
     return epoch.apply(tf.data.experimental.service.distribute(

@@ -62,6 +62,7 @@ import keras
 import tensorflow as tf
 
 from photo_datasets import data_service as service
+from photo_datasets.photos import images
 from photo_datasets.reading import built
 from photo_datasets.reading.models import rescaling_layer as rescaling_layer  # Part of this module's API.
 
@@ -252,10 +253,8 @@ def _served(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], data_s
 
 
 def _check_counts(*, batch_size: int, shuffle_buffer: int) -> None:
-  if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-    raise ValueError(f"batch_size must be >= 1, got {batch_size!r}.")
-  if isinstance(shuffle_buffer, bool) or not isinstance(shuffle_buffer, int) or shuffle_buffer < 0:
-    raise ValueError(f"shuffle_buffer must be >= 0, got {shuffle_buffer!r}.")
+  images.whole_number(batch_size, "batch_size", images.POSITIVE)
+  images.whole_number(shuffle_buffer, "shuffle_buffer", images.NON_NEGATIVE)
 
 
 def _check_cache(cache: str | None, data_service: str | service.Service | None) -> None:
@@ -345,9 +344,8 @@ class _Reader:
       raise ValueError(
           f"{name} stores images at their source size: give image_size (e.g. image_size=224), "
           f"or use a sized config such as '{self.builder.name}/224'.")
-    if image_size is not None and (isinstance(image_size, bool) or not isinstance(image_size, int)
-                                   or not 16 <= image_size <= 4096):
-      raise ValueError(f"image_size must be an integer from 16 to 4096, got {image_size!r}.")
+    if image_size is not None:
+      images.whole_number(image_size, "image_size", images.SQUARE_SIZES)
     self.split, self.served = split, served
     self.stored_size: int | None = stored
     self.size: int = image_size or stored

@@ -7,10 +7,12 @@ from typing import Any
 
 import tensorflow_datasets as tfds
 
+from photo_datasets.photos import images
+
 DEFAULT_IMAGE_SIZE = 224
 # What TFDS's own message for an unknown config leaves out.
 VALID_NAMES = (f"A config is '{DEFAULT_IMAGE_SIZE}' (the default), 'full' (images at source size) or any square "
-               "size in pixels between 16 and 4096, such as '160'.")
+               f"size in pixels between {images.SQUARE_SIZES.start} and {images.SQUARE_SIZES.stop - 1}, such as '160'.")
 
 
 @dataclasses.dataclass
@@ -27,7 +29,7 @@ def size_config(name: str) -> ImageSizeConfig:
         name="full",
         description="Images at source size; clean JPEGs stored byte for byte.",
     )
-  if not name.isdigit() or not 16 <= int(name) <= 4096:
+  if not name.isdigit() or int(name) not in images.SQUARE_SIZES:
     raise ValueError(f"No config {name!r}. {VALID_NAMES}")
   size = int(name)
   return ImageSizeConfig(
