@@ -79,6 +79,7 @@ COMPRESSION = None  # Off: see the module docstring.
 # waits for the dispatcher to hand out tasks and the shuffle buffer to fill.
 STALL_TIMEOUT_S = 60.0
 STALL_TIMEOUT_ENV = "PHOTO_DATASETS_STALL_TIMEOUT_S"
+_MAX_INT32 = 2**31 - 1  # TensorFlow keeps seeds modulo this.
 # Batches the watchdog holds ahead of the trainer (the service client buffers more).
 _WATCHDOG_QUEUE = 2
 
@@ -187,12 +188,24 @@ def distribute(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], ser
       raise ValueError("a pipeline made per epoch needs the seed its epochs' seeds are drawn from.")
     # Each iteration draws the next seed, and the service runs that epoch's pipeline as a job of its own.
     epoch_seed = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).take(1)
-    epochs = epoch_seed.flat_map(lambda epoch: served(ds(epoch)))
+    epochs = epoch_seed.flat_map(lambda epoch: served(_with_a_usable_graph_seed(ds, epoch)))
   watched_epochs = watched(epochs, timeout, address) if options.watchdog else epochs
   if batch_size is None:
     return watched_epochs
   regrouped: tf.data.Dataset = watched_epochs.rebatch(batch_size, drop_remainder=training)
   return regrouped
+
+
+def _with_a_usable_graph_seed(make: Callable[[tf.Tensor], tf.data.Dataset], epoch: tf.Tensor) -> tf.data.Dataset:
+  """`make(epoch)`, its random ops seeded by the tensor `epoch`. TensorFlow
+  combines an op's seed with the global one and compares the pair with (0, 0),
+  which a tensor cannot answer: under a global seed of 0 (as after
+  `keras.utils.set_random_seed(0)`) every seeded op would fail. So this epoch's
+  function graph takes another fixed seed then, the pipeline staying repeatable."""
+  graph = tf.compat.v1.get_default_graph()
+  if graph.seed is not None and graph.seed % _MAX_INT32 == 0:
+    graph.seed = _MAX_INT32 - 1
+  return make(epoch)
 
 
 def watched(ds: tf.data.Dataset, timeout_s: float, service: str) -> tf.data.Dataset:

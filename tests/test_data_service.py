@@ -220,6 +220,22 @@ def test_seeded_training_through_the_service_differs_every_epoch_and_repeats_fro
   assert _examples(other) != first_run[0]
 
 
+def test_seeded_training_through_the_service_under_a_global_seed_of_zero(service, one_file_dir):
+  """keras.utils.set_random_seed(0) sets TensorFlow's global seed to 0, under which an op seeded by a
+  tensor (each served epoch's seed) cannot be made; the pipeline still serves, and repeats."""
+  keras.utils.set_random_seed(0)
+  try:
+    def run() -> list[tuple[int, str]]:
+      return _examples(pipeline.training_dataset(NAME, batch_size=4, data_dir=one_file_dir, seed=5,
+                                                 data_service=service.address))
+
+    first = run()
+    keras.utils.set_random_seed(0)
+    assert run() == first and len(first) == len(set(first)) > 0
+  finally:
+    tf.random.set_seed(None)
+
+
 def test_two_trainers_on_one_dispatcher_each_get_every_example(service, shared_dir):
   """Each iteration is a job of its own: two trainers reading at once do not split the epoch between them."""
   local = Counter(_examples(pipeline.evaluation_dataset(NAME, split="train", batch_size=4, data_dir=shared_dir)))
