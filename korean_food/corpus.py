@@ -31,7 +31,7 @@ from typing import IO, Any
 
 from korean_food import download
 from korean_food.classes import nfc
-from photo_datasets.photos.pieces import PiecedFile, whole_file
+from photo_datasets.photos.pieces import PiecedFile, ReadOnlyView, whole_file
 from photo_datasets.photos.records import READABLE_ZIP_METHODS, ZIP_LOCAL_HEADER, ZIP_LOCAL_SIGNATURE, Span
 
 _UTF8_FLAG = 0x800
@@ -73,29 +73,15 @@ class CorpusFile:
     return self.parts[-1]
 
 
-class _Window(io.RawIOBase):
+class _Window(ReadOnlyView):
   """A read-only, seekable view of bytes [start, start + size) of a file."""
 
   def __init__(self, fileobj: IO[bytes], start: int, size: int):
-    super().__init__()
-    self._file, self._start, self._size, self._pos = fileobj, start, size, 0
-
-  def readable(self) -> bool:
-    return True
-
-  def seekable(self) -> bool:
-    return True
-
-  def tell(self) -> int:
-    return self._pos
-
-  def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-    base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
-    self._pos = min(max(base + offset, 0), self._size)
-    return self._pos
+    super().__init__(size)
+    self._file, self._start = fileobj, start
 
   def readinto(self, buffer: Any) -> int:
-    n = min(len(buffer), self._size - self._pos)
+    n = min(len(buffer), self.size - self._pos)
     if n <= 0:
       return 0
     self._file.seek(self._start + self._pos)

@@ -24,19 +24,12 @@ class Extent:
   size: int
 
 
-class PiecedFile(io.RawIOBase):
-  """The extents, one after the other, as one read-only, seekable file."""
+class ReadOnlyView(io.RawIOBase):
+  """A read-only, seekable file of `size` bytes; a subclass says in `readinto` where they lie."""
 
-  def __init__(self, extents: list[Extent]):
+  def __init__(self, size: int):
     super().__init__()
-    self.extents = list(extents)
-    self._starts = []
-    total = 0
-    for extent in self.extents:
-      self._starts.append(total)
-      total += extent.size
-    self.size, self._pos = total, 0
-    self._files: dict[str, io.FileIO] = {}
+    self.size, self._pos = size, 0
 
   def readable(self) -> bool:
     return True
@@ -49,8 +42,22 @@ class PiecedFile(io.RawIOBase):
 
   def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
     base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.size}[whence]
-    self._pos = max(base + offset, 0)
+    self._pos = min(max(base + offset, 0), self.size)
     return self._pos
+
+
+class PiecedFile(ReadOnlyView):
+  """The extents, one after the other, as one read-only, seekable file."""
+
+  def __init__(self, extents: list[Extent]):
+    self.extents = list(extents)
+    self._starts = []
+    total = 0
+    for extent in self.extents:
+      self._starts.append(total)
+      total += extent.size
+    super().__init__(total)
+    self._files: dict[str, io.FileIO] = {}
 
   def readinto(self, buffer: Any) -> int:
     view, done = memoryview(buffer).cast("B"), 0
