@@ -11,7 +11,7 @@
 
 Every image is a `photo_datasets.testing.photo` drawn from a fixed seed, never
 a real photo. An image's split is a function of the SHA-256 of its bytes
-(`photo_datasets/splits.py`), so each one is drawn from successive seeds until
+(`photo_datasets/photos/splits.py`), so each one is drawn from successive seeds until
 its bytes fall in the split its plan below names (`testing.photos_in_splits`):
 the split counts the harness tests expect (their `SPLITS`) hold whatever JPEG
 encoder regenerates the files.

@@ -1,5 +1,5 @@
 """What a build needs of the disk and what an interrupted build leaves on it
-(photo_datasets/disk.py): the space checked before the conversion, a disk
+(photo_datasets/build/disk.py): the space checked before the conversion, a disk
 that fills up anyway, and the leftovers of a killed build removed by the next."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The shared image checks and conversion (photo_datasets/images.py), on
+"""The shared image checks and conversion (photo_datasets/photos/images.py), on
 images drawn by `photo_datasets.testing` and on real photos."""
 
 from __future__ import annotations

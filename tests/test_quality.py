@@ -1,4 +1,4 @@
-"""The quality flags (photo_datasets/quality.py): each flag on made images, what
+"""The quality flags (photo_datasets/photos/quality.py): each flag on made images, what
 the flags mark on the real photos, and the scores' way from the scan through
 the saved scan to the build's report."""
 

@@ -1,5 +1,5 @@
-"""The build report page (photo_datasets/report_page.py), `quality.csv`, the statistics in
-`info.metadata` (photo_datasets/build_stats.py) and `python -m photo_datasets.report`.
+"""The build report page (photo_datasets/catalog/report_page.py), `quality.csv`, the statistics in
+`info.metadata` (photo_datasets/catalog/build_stats.py) and `python -m photo_datasets.report`.
 
 A flowers build from the 100 bundled CC-BY photos plus the problems a web corpus
 has (a byte copy and near copies filed under another class, broken and odd

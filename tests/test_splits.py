@@ -1,4 +1,4 @@
-"""The split rule (photo_datasets/splits.py): a photo's split is a function of
+"""The split rule (photo_datasets/photos/splits.py): a photo's split is a function of
 the SHA-256 of its bytes alone, 80/10/10."""
 
 from __future__ import annotations
