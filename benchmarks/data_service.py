@@ -34,10 +34,6 @@ import argparse
 import dataclasses
 import os
 import pathlib
-import select
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -49,6 +45,7 @@ import tensorflow_datasets as tfds  # noqa: E402
 
 import korean_food  # noqa: E402,F401  (registers the builder)
 from photo_datasets import data_service, pipeline  # noqa: E402
+from photo_datasets.testing import loopback  # noqa: E402
 
 import harness  # noqa: E402  (benchmarks/harness.py, beside this script)
 
@@ -65,46 +62,11 @@ ROWS = {
 }
 
 
-def _free_port() -> int:
-  with socket.socket() as probe:
-    probe.bind(("127.0.0.1", 0))
-    port: int = probe.getsockname()[1]
-    return port
-
-
-class LocalService:
-  """A dispatcher and `workers` workers on loopback, each a process of the CLI."""
-
-  def __init__(self, workers: int, log_dir: str):
-    self.port = _free_port()
-    self.processes: list[subprocess.Popen[str]] = []
-    self._start(log_dir, "dispatcher", "--port", str(self.port))
-    for _ in range(workers):
-      self._start(log_dir, "worker", "--dispatcher", f"localhost:{self.port}", "--port", str(_free_port()),
-                  "--host", "localhost")
-    for process in self.processes:
-      assert process.stdout is not None
-      ready, _, _ = select.select([process.stdout], [], [], 120)
-      if not ready or "listening on" not in process.stdout.readline():
-        raise SystemExit(f"{process.args} did not start; see the logs in {log_dir}")
-
-  @property
-  def address(self) -> str:
-    return f"grpc://localhost:{self.port}"
-
-  def _start(self, log_dir: str, *args: str) -> None:
-    log = open(os.path.join(log_dir, f"{args[0]}_{len(self.processes)}.log"), "w")  # noqa: SIM115
-    self.processes.append(subprocess.Popen(
-        [sys.executable, "-m", "photo_datasets.data_service", *args], cwd=REPO, text=True,
-        stdout=subprocess.PIPE, stderr=log))
+class LocalService(loopback.LoopbackService):
+  """The loopback service, and the CPU time of its processes."""
 
   def cpu_seconds(self) -> float:
     return sum(harness.process_cpu_seconds(process.pid) for process in self.processes)
-
-  def stop(self) -> None:
-    for process in self.processes:
-      process.kill()
-      process.wait()
 
 
 def photos_dir(photos: str | None, workdir: str, count: int) -> tuple[str, str]:
@@ -210,8 +172,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
   photos = tfds.builder(NAME, data_dir=data_dir).info.splits[SPLIT].num_examples
   log_dir = os.path.join(args.workdir, "logs")
   os.makedirs(log_dir, exist_ok=True)
-  one, two = LocalService(1, log_dir), LocalService(2, log_dir)
+  one, two = LocalService(pathlib.Path(log_dir) / "one"), LocalService(pathlib.Path(log_dir) / "two")
   try:
+    for service, workers in ((one, 1), (two, 2)):
+      service.log_dir.mkdir(exist_ok=True)
+      service.start(workers)
     def make(service: LocalService | None, **options: Any) -> Callable[[], tf.data.Dataset]:
       served = data_service.Service(service.address, **options) if service else None
       return lambda: pipeline.training_dataset(NAME, split=SPLIT, batch_size=args.batch_size, data_dir=data_dir,

@@ -8,16 +8,12 @@ own, so a hang fails the test instead of stopping the suite.
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import hashlib
 import json
 import os
 import pathlib
 import queue
-import select
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -35,13 +31,13 @@ import tensorflow_datasets as tfds
 import korean_food
 from photo_datasets import data_service, pipeline
 from photo_datasets.reading import models
+from photo_datasets.testing import loopback
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 KFOOD_SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 NAME = "korean_food/64"
 TRAIN_EXAMPLES = 33  # The bundled sample's train split.
 FILES = 3  # Record files per split where the workers share the split.
-STARTUP_S = 60  # A server prints where it listens within this (imports included).
 STALL_S = 3.0  # The watchdog's timeout in the lost-worker test.
 
 
@@ -63,70 +59,12 @@ def shared_dir(tmp_path_factory) -> str:
   return os.fspath(data_dir)
 
 
-def _free_port() -> int:
-  with socket.socket() as probe:
-    probe.bind(("127.0.0.1", 0))
-    port: int = probe.getsockname()[1]
-    return port
-
-
-@dataclasses.dataclass
-class Service:
-  """A dispatcher and its workers, each a process of `python -m photo_datasets.data_service`."""
-
-  log_dir: pathlib.Path
-  dispatcher_port: int = dataclasses.field(default_factory=_free_port)
-  processes: list[subprocess.Popen[str]] = dataclasses.field(default_factory=list)
-  said: list[str] = dataclasses.field(default_factory=list)  # Each server's first line.
-
-  @property
-  def address(self) -> str:
-    return f"grpc://localhost:{self.dispatcher_port}"
-
-  def start(self, workers: int, *dispatcher_args: str) -> None:
-    """Starts the dispatcher and `workers` workers at once; returns when each says where it listens."""
-    started = [self._popen("dispatcher", "--port", str(self.dispatcher_port), *dispatcher_args)]
-    for _ in range(workers):
-      started.append(self._popen("worker", "--dispatcher", f"localhost:{self.dispatcher_port}",
-                                 "--port", str(_free_port()), "--host", "localhost"))
-    for process in started:
-      assert process.stdout is not None
-      ready, _, _ = select.select([process.stdout], [], [], STARTUP_S)
-      line = process.stdout.readline() if ready else ""
-      assert "listening on" in line, f"{process.args} did not start: {line!r}, see the logs in {self.log_dir}"
-      self.said.append(line)
-
-  def _popen(self, *args: str) -> subprocess.Popen[str]:
-    log = open(self.log_dir / f"server_{len(self.processes)}.log", "w")  # noqa: SIM115  (the process owns it)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "photo_datasets.data_service", *args], cwd=REPO, text=True,
-        stdout=subprocess.PIPE, stderr=log, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    self.processes.append(process)
-    return process
-
-  def stop(self) -> None:
-    for process in self.processes:
-      if process.poll() is None:
-        process.kill()
-      process.wait(timeout=30)
-
-
-@contextlib.contextmanager
-def _running_service(log_dir: pathlib.Path, workers: int = 2, *dispatcher_args: str) -> Iterator[Service]:
-  service = Service(log_dir)
-  try:
-    service.start(workers, *dispatcher_args)
-    yield service
-  finally:
-    service.stop()
-
-
 @pytest.fixture(scope="module")
-def service(tmp_path_factory) -> Iterator[Service]:
+def service(tmp_path_factory) -> Iterator[loopback.LoopbackService]:
   """A dispatcher with two workers, shared by the tests that kill nothing. It
   journals in a `--work_dir` (the lost-worker test's keeps its state in memory)."""
   logs = tmp_path_factory.mktemp("service_logs")
-  with _running_service(logs, 2, "--work_dir", str(logs / "journal")) as running:
+  with loopback.running(logs, 2, "--work_dir", str(logs / "journal")) as running:
     yield running
 
 
@@ -323,7 +261,7 @@ def _waited(events: list[dict[str, Any]], outcome: dict[str, Any]) -> float:
 def test_a_killed_worker_stops_the_epoch_within_the_stall_timeout(shared_dir, tmp_path):
   """Bound: an epoch whose worker died ends, or stops with the lost-worker
   error, `STALL_S` seconds after its last batch (plus scheduling slack)."""
-  with _running_service(tmp_path) as service:
+  with loopback.running(tmp_path) as service:
     victim = service.processes[2]
     trainer = subprocess.Popen(
         [sys.executable, "-c", TRAINER, service.address, shared_dir, str(victim.pid)], cwd=REPO, text=True,
