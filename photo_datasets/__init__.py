@@ -20,7 +20,8 @@ imports only those below it (`pyproject.toml`'s import-linter contracts):
   reading/   what the read side shares: opening a built config (`built`), the
              example Keras `models`.
   testing/   fabricated photos and builds for the tests, realistic photos for
-             the benchmarks (`benchmark_corpus`).
+             the benchmarks (`benchmark_corpus`), a tf.data service on
+             loopback (`loopback`).
 
 A photo is found by its dataset's listing (`korean_food/`, `flowers_dataset/`),
 decoded, checked and hashed once in `build/scan.py` (by `photos/`), given its
