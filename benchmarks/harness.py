@@ -87,8 +87,8 @@ def built(name: str, source: str, workdir: str, folder: str = "data") -> tuple[s
 
   data_dir = os.path.join(workdir, folder)
   marker = os.path.join(data_dir, f"SOURCE-{name.replace('/', '-')}")
-  if os.path.exists(marker) and open(marker).read() == source:
-    return data_dir, 0.0
+  if os.path.exists(marker) and open(marker).read() == source and tfds.builder(name, data_dir=data_dir).is_prepared():
+    return data_dir, 0.0  # Built from this source by an earlier run, at the dataset's current version.
   tfds.disable_progress_bar()
   start = time.perf_counter()
   testing.build(name, data_dir, source)
