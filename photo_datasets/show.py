@@ -147,7 +147,7 @@ def caption_function(builder: tfds.core.DatasetBuilder) -> Callable[[int], str]:
   class where it gives one (`PhotoBuilder.class_descriptions`; korean_food's
   English names, as its Korean names are missing from matplotlib's default font)."""
   feature = builder.info.features["label"]
-  descriptions = built.class_descriptions(builder)
+  descriptions: dict[str, str] = getattr(builder, "class_descriptions", dict)()
   return lambda label: descriptions.get(feature.int2str(label), str(feature.int2str(label)))
 
 

@@ -206,7 +206,7 @@ def class_table(builder: Any) -> dict[str, dict[str, str]]:
   """label id -> {"name"}, and {"description"} where the dataset gives one
   (`PhotoBuilder.class_descriptions`; korean_food: the English name)."""
   names: list[str] = builder.info.features["label"].names
-  descriptions = built.class_descriptions(builder)
+  descriptions: dict[str, str] = getattr(builder, "class_descriptions", dict)()
   table = {str(label): {"name": name} for label, name in enumerate(names)}
   for row in table.values():
     if row["name"] in descriptions:

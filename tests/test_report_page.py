@@ -456,3 +456,16 @@ def test_in_chromium_every_thumbnail_loads_every_class_row_is_there_and_the_page
   assert grey.size == (1200, 1400)
   assert sum(histogram[:200]) > 0.02 * sum(histogram)  # Text, bars and thumbnails, not a white page.
   assert len([n for n in histogram if n]) > 50
+
+
+def test_the_command_writes_a_config_not_defined_in_code_with_the_datasets_names_and_note(samples, tmp_path):
+  """TFDS opens `korean_food/64` from its files, without the dataset's hooks; the page written again still has
+  the English names and the privacy note."""
+  data_dir = samples.copy(tmp_path / "data", "korean_food/64")
+  page = pathlib.Path(tfds.builder("korean_food/64", data_dir=data_dir).data_path) / report_page.FILE_NAME
+  page.unlink()
+  report.main(["korean_food/64", "--data_dir", data_dir])
+  parsed = _Page(page.read_text("utf-8"))
+  english = {c.name: c.english_name for c in korean_food.food_classes()}
+  assert parsed.rows and all(row["cells"][2] == english[row["cells"][1]] for row in parsed.rows.values())
+  assert "as private as the photos" in parsed.text

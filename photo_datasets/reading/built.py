@@ -1,6 +1,6 @@
-"""Built configs as the read side and the tools open them: `open_built`, one
-error for a config that is not built (`not_built`, with the command that
-builds it), and the dataset's class descriptions."""
+"""Built configs as the read side and the tools open them: `open_built`, and
+one error for a config that is not built (`not_built`, with the command that
+builds it)."""
 
 from __future__ import annotations
 
@@ -34,19 +34,20 @@ def open_built(name: str, data_dir: str | os.PathLike[str] | None = None) -> Any
     raise NotBuiltError(f"cannot open {name}: {e}") from None
   if not builder.is_prepared():
     raise NotBuiltError(not_built(name, builder))
-  return builder
+  return _registered(builder, data_dir)
 
 
-def class_descriptions(builder: Any) -> dict[str, str]:
-  """Class name -> the dataset's description of it (`PhotoBuilder.class_descriptions`;
-  korean_food: the English name), also for a builder TFDS read from the files
-  of a config not defined in code; {} for a dataset that gives none."""
+def _registered(builder: Any, data_dir: str | os.PathLike[str] | None) -> Any:
+  """`builder` as its registered class, with the dataset's hooks (`PhotoBuilder.class_descriptions`,
+  `REPORT_NOTE`): TFDS gives a builder read from the files instead for a config not defined in code
+  (`korean_food/64`)."""
   try:
     cls = tfds.builder_cls(builder.name)
   except Exception:  # Not registered: TFDS knows it from its files only.
-    return {}
-  hook = getattr(cls, "class_descriptions", None)
-  return dict(hook()) if callable(hook) else {}
+    return builder
+  if isinstance(builder, cls):
+    return builder
+  return cls(config=builder.builder_config.name, version=str(builder.version), data_dir=data_dir)
 
 
 def build_command(builder: tfds.core.DatasetBuilder) -> str:
