@@ -18,7 +18,8 @@ imports only those below it (`pyproject.toml`'s import-linter contracts):
              `page_data` holds, `page_html` renders), the statistics in
              `info.metadata` (`build_stats`), `croissant.json`.
   reading/   what the read side shares: opening a built config (`built`), the
-             example Keras `models`.
+             checks of its callers' numbers (`arguments`), the example Keras
+             `models`.
   testing/   fabricated photos and builds for the tests, realistic photos for
              the benchmarks (`benchmark_corpus`), a tf.data service on
              loopback (`loopback`).

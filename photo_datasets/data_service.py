@@ -70,7 +70,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from photo_datasets.photos import images
+from photo_datasets.reading import arguments
 
 PROCESSING_MODE = "distributed_epoch"
 COMPRESSION = None  # Off: see the module docstring.
@@ -175,7 +175,7 @@ def distribute(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], ser
   parse_address(address)
   timeout = stall_timeout(stall_timeout_s if stall_timeout_s is not None else options.stall_timeout_s)
   if batch_size is not None:
-    images.whole_number(batch_size, "batch_size", images.POSITIVE)
+    arguments.whole_number(batch_size, "batch_size", arguments.POSITIVE)
 
   def served(epoch: tf.data.Dataset) -> tf.data.Dataset:
     return epoch.apply(tf.data.experimental.service.distribute(

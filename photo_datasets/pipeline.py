@@ -63,7 +63,7 @@ import tensorflow as tf
 
 from photo_datasets import data_service as service
 from photo_datasets.photos import images
-from photo_datasets.reading import built
+from photo_datasets.reading import arguments, built
 from photo_datasets.reading.models import rescaling_layer as rescaling_layer  # Part of this module's API.
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -253,8 +253,8 @@ def _served(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], data_s
 
 
 def _check_counts(*, batch_size: int, shuffle_buffer: int) -> None:
-  images.whole_number(batch_size, "batch_size", images.POSITIVE)
-  images.whole_number(shuffle_buffer, "shuffle_buffer", images.NON_NEGATIVE)
+  arguments.whole_number(batch_size, "batch_size", arguments.POSITIVE)
+  arguments.whole_number(shuffle_buffer, "shuffle_buffer", arguments.NON_NEGATIVE)
 
 
 def _check_cache(cache: str | None, data_service: str | service.Service | None) -> None:
@@ -345,7 +345,7 @@ class _Reader:
           f"{name} stores images at their source size: give image_size (e.g. image_size=224), "
           f"or use a sized config such as '{self.builder.name}/224'.")
     if image_size is not None:
-      images.whole_number(image_size, "image_size", images.SQUARE_SIZES)
+      arguments.whole_number(image_size, "image_size", images.SQUARE_SIZES)
     self.split, self.served = split, served
     self.stored_size: int | None = stored
     self.size: int = image_size or stored
