@@ -193,7 +193,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
 
   def _download_and_prepare(self, dl_manager: tfds.download.DownloadManager,
                             download_config: tfds.download.DownloadConfig) -> None:
-    build = self._build = _Build(beam=bool(download_config.beam_runner or download_config.beam_options))
+    build = self._build  # Made by `download_and_prepare`, which reads its disk estimate when the disk fills up.
+    build.beam = bool(download_config.beam_runner or download_config.beam_options)
     try:
       super()._download_and_prepare(dl_manager, download_config)
     finally:
