@@ -23,7 +23,8 @@ uint8 images with their labels; the consumer does nothing but count them:
    `cache="memory"`: their warm-up is the whole first epoch, which fills the
    cache, so the timed epochs are those after the first;
 7. the limit: the `224` records read raw (`TFRecordDataset`, only image and
-   label parsed), `decode_jpeg` in a parallel map, batched;
+   label parsed), `decode_jpeg` in a parallel map, batched: `doctor.decode_limit`,
+   the limit `python -m photo_datasets.doctor` measures;
 8. without TensorFlow, over the ArrayRecord copy of `224`
    (`photo_datasets.random_access`; made after the build where a row runs):
    `torch_loader` (a PyTorch DataLoader, shuffled) and `grain_dataset` (a
@@ -82,7 +83,7 @@ from PIL import Image  # noqa: E402
 import korean_food  # noqa: E402,F401  (registers the builder)
 from korean_food import corpus  # noqa: E402
 from korean_food.listing import CROP_FILE  # noqa: E402
-from photo_datasets import pipeline, random_access, testing  # noqa: E402
+from photo_datasets import doctor, pipeline, random_access, testing  # noqa: E402
 from photo_datasets.testing import benchmark_corpus  # noqa: E402
 
 import harness  # noqa: E402  (benchmarks/harness.py)
@@ -313,22 +314,6 @@ def tfds_224(data_dir: str, batch_size: int) -> tf.data.Dataset:
                    as_supervised=True, read_config=NO_AUTOCACHE, download=False)
 
 
-def limit_224(data_dir: str, batch_size: int) -> tf.data.Dataset:
-  """The stored 224 JPEGs, read raw and decoded: nothing else is done."""
-  builder = tfds.builder(f"korean_food/{SIZE}", data_dir=data_dir)
-  files = sorted(tf.io.gfile.glob(os.path.join(os.fspath(builder.data_dir), "*.tfrecord*")))
-  spec = {"image": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64)}
-
-  def decode(record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    example = tf.io.parse_single_example(record, spec)
-    image = tf.ensure_shape(tf.io.decode_jpeg(example["image"], channels=3), (SIZE, SIZE, 3))
-    return image, example["label"]
-
-  ds = tf.data.TFRecordDataset(files, num_parallel_reads=AUTOTUNE)
-  ds = ds.map(decode, num_parallel_calls=AUTOTUNE, deterministic=False)
-  return ds.batch(batch_size).prefetch(AUTOTUNE)
-
-
 class GrainEpochs:
   """Epochs of `steps` batches from one endless Grain iterator, made on first
   use: a new iterator would start the worker processes again."""
@@ -408,7 +393,8 @@ def loaders(files_dir: str, data_dir: str, batch_size: int, chosen: Sequence[str
           cache=_emptied(data_dir + "_cache")),
       "6_evaluation_224_cache_memory": lambda: pipeline.evaluation_dataset(
           f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir, cache="memory"),
-      "7_limit_224_decode": lambda: limit_224(data_dir, batch_size),
+      "7_limit_224_decode": lambda: doctor.decode_limit(f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size,
+                                                        data_dir=data_dir),
       "6_pipeline_224_one_file": lambda: pipeline.training_dataset(
           f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir + ONE_FILE),
       "6_evaluation_224_one_file": lambda: pipeline.evaluation_dataset(
