@@ -118,25 +118,6 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
   return group_near_duplicates(photos, report, found)
 
 
-def _components(count: int, pairs: Iterable[tuple[int, int]]) -> list[list[int]]:
-  """The connected components of two or more of `range(count)` under `pairs`, each sorted, by first index."""
-  parent = list(range(count))
-
-  def root(i: int) -> int:
-    while parent[i] != i:
-      parent[i] = parent[parent[i]]
-      i = parent[i]
-    return i
-
-  for a, b in pairs:
-    low, high = sorted((root(a), root(b)))
-    parent[high] = low
-  members = collections.defaultdict(list)
-  for i in range(count):
-    members[root(i)].append(i)
-  return sorted(group for group in members.values() if len(group) > 1)
-
-
 def group_near_duplicates(photos: list[Photo], report: BuildReport,
                           series_groups: Iterable[list[int]] = ()) -> list[Photo]:
   """Gives every group of near-duplicate photos and series (`series.groups`,
@@ -155,7 +136,7 @@ def group_near_duplicates(photos: list[Photo], report: BuildReport,
   grouped = list(photos)
   moved = 0
   chains = [(members[0], other) for members in near + series_groups for other in members[1:]]
-  for members in _components(len(photos), chains):
+  for members in splits.components(len(photos), chains):
     group_digest = splits.group_leader(photos[i].digest for i in members)
     for i in members:
       grouped[i] = dataclasses.replace(photos[i], group_digest=group_digest)

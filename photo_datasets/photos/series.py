@@ -5,7 +5,7 @@ crop, the next cooking stage) gives a corpus of web photos several photos
 collected one after the other; they are not copies, so `near_duplicates`
 does not group them, yet a test photo from such a series measures memory of a
 scene seen in training. A builder that knows its photos' order gives each
-photo a position (`PhotoBuilder._series_position`: korean_food the
+photo a position (`PhotoBuilder._series_order`: korean_food the
 `Img_XXX_YYYY` number); each photo is compared with the next `WINDOW` photos
 of its class in that order, never with all of them, and two photos are one
 series when their colour histograms overlap by `THRESHOLD` or more. Series are
@@ -32,6 +32,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 from PIL import Image
+
+from photo_datasets.photos import splits
 
 _SIDE = 48  # The photo is shrunk to this square before its pixels are counted.
 _HUES, _SATURATIONS, _VALUES = 12, 4, 4
@@ -106,23 +108,7 @@ def groups(names: Sequence[str], features: Sequence[bytes], position: Callable[[
   """The series among `names`: their `links` joined, the closest first, into
   groups of at most `most` photos (a link that would make a larger one is
   left out). Only groups of two or more; each sorted, the list by first index."""
-  parent = list(range(len(names)))
-  size = [1] * len(names)
-
-  def root(i: int) -> int:
-    while parent[i] != i:
-      parent[i] = parent[parent[i]]
-      i = parent[i]
-    return i
-
   # Closest first; ties by index, so the groups depend on nothing but the photos.
-  for _, i, j in sorted(_scored_links(names, features, position, folder, threshold, window),
-                        key=lambda link: (-link[0], link[1], link[2])):
-    a, b = sorted((root(i), root(j)))
-    if a != b and size[a] + size[b] <= most:
-      parent[b] = a
-      size[a] += size[b]
-  members: dict[int, list[int]] = collections.defaultdict(list)
-  for i in range(len(names)):
-    members[root(i)].append(i)
-  return sorted(group for group in members.values() if len(group) > 1)
+  scored = sorted(_scored_links(names, features, position, folder, threshold, window),
+                  key=lambda link: (-link[0], link[1], link[2]))
+  return splits.components(len(names), [(i, j) for _, i, j in scored], most)

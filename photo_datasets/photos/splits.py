@@ -10,6 +10,7 @@ touch, takes the split of its `group_leader` (`scan.group_near_duplicates`).
 
 from __future__ import annotations
 
+import collections
 import hashlib
 from collections.abc import Iterable
 
@@ -41,3 +42,27 @@ def group_leader(digests: Iterable[str]) -> str:
   copies went to `train`). The last 64 bits are independent of the first, so a
   group's split is as uniform as one photo's."""
   return min(digests, key=lambda digest: (digest[-16:], digest))
+
+
+def components(count: int, pairs: Iterable[tuple[int, int]], most: int | None = None) -> list[list[int]]:
+  """The groups of two or more of `range(count)` that `pairs` join, taken in
+  order; with `most`, a pair that would make a group larger is left out. Each
+  group sorted, the list by first index: what shares a split."""
+  parent = list(range(count))
+  size = [1] * count
+
+  def root(i: int) -> int:
+    while parent[i] != i:
+      parent[i] = parent[parent[i]]
+      i = parent[i]
+    return i
+
+  for i, j in pairs:
+    low, high = sorted((root(i), root(j)))
+    if low != high and (most is None or size[low] + size[high] <= most):
+      parent[high] = low
+      size[low] += size[high]
+  members: dict[int, list[int]] = collections.defaultdict(list)
+  for i in range(count):
+    members[root(i)].append(i)
+  return sorted(group for group in members.values() if len(group) > 1)
