@@ -17,26 +17,16 @@ not count).
 from __future__ import annotations
 
 import argparse
-import io
-import pathlib
-import random
 import statistics
 import time
 
 from PIL import Image
 
+from photo_datasets import testing
 from photo_datasets.photos import images
+from photo_datasets.testing import benchmark_corpus
 
-REAL_KFOOD = pathlib.Path(__file__).resolve().parents[2] / "shared" / "realdata" / "kfood"
-FORMATS = {
-    "JPEG baseline": ("JPEG", {"quality": 90}),
-    "JPEG progressive": ("JPEG", {"quality": 90, "progressive": True}),
-    "PNG": ("PNG", {}),
-    "GIF": ("GIF", {}),
-    "BMP": ("BMP", {}),
-    "WebP lossy": ("WEBP", {"quality": 80}),
-    "WebP lossless": ("WEBP", {"lossless": True}),
-}
+REAL_KFOOD = benchmark_corpus.REALDATA / "kfood"
 
 
 def _rejected(data: bytes, strict: bool = True) -> bool:
@@ -57,21 +47,17 @@ def main() -> None:
   print(f"{len(pictures)} real photos of {REAL_KFOOD}, {args.garbage} bytes of garbage at 9 places, and a cut")
   print("| format | garbage rejected | cut rejected | garbage rejected by PIL alone |")
   print("| --- | --- | --- | --- |")
-  for name, (fmt, options) in FORMATS.items():
+  for name, (pil_format, _) in testing.CORPUS_FORMATS.items():
     garbage = plain = cut = 0
     for picture in pictures:
-      out = io.BytesIO()
-      picture.save(out, format=fmt, **options)
-      data = out.getvalue()
+      data = testing.encoded(picture, name)
       cut += _rejected(data[:len(data) * 2 // 3])
       for tenth in range(1, 10):
-        offset = len(data) * tenth // 10
-        noise = random.Random(offset).randbytes(args.garbage)
-        bad = data[:offset] + noise + data[offset + args.garbage:]
+        bad = testing.with_garbage(data, len(data) * tenth // 10, args.garbage)
         garbage += _rejected(bad)
         plain += _rejected(bad, strict=False)
     total = len(pictures) * 9
-    alone = f"{plain} of {total}" if fmt == "JPEG" else ""
+    alone = f"{plain} of {total}" if pil_format == "JPEG" else ""
     print(f"| {name} | {garbage} of {total} | {cut} of {len(pictures)} | {alone} |")
   jpegs = [data for data in (p.read_bytes() for p in paths) if data.startswith(b"\xff\xd8")]
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import pathlib
-import random
 
 import pytest
 import simplejpeg
@@ -21,35 +20,14 @@ from photo_datasets.testing import build, read_examples
 pytestmark = pytest.mark.real_photos
 
 CLASS_FOLDER = "구이/갈비구이"
-# Format -> what PIL writes (as the web does) and the byte offsets of the
-# compressed data where garbage goes, as fractions of the file.
-FORMATS = {
-    "jpeg": ("JPEG", {"quality": 90}),
-    "progressive_jpeg": ("JPEG", {"quality": 90, "progressive": True}),
-    "png": ("PNG", {}),
-    "gif": ("GIF", {}),
-    "bmp": ("BMP", {}),
-    "webp": ("WEBP", {"quality": 80}),
-    "lossless_webp": ("WEBP", {"lossless": True}),
-}
+# The formats damaged: `testing.CORPUS_testing.CORPUS_FORMATS`. Garbage goes at these byte offsets of the compressed
+# data, as fractions of the file.
 # libjpeg decodes about 1 in 9 JPEGs with such garbage without a warning (docs/troubleshooting.md), and no
 # decoder can tell them from a photo: these places are among those it reports, in these photos.
 GARBAGE_AT = (0.25, 0.5, 0.75)
 # libwebp checks the frame headers, not the compressed pixels (docs/troubleshooting.md): garbage in
 # the headers, which start 20 bytes in.
 WEBP_GARBAGE_AT = (20, 40)
-
-
-def _encode(image: Image.Image, fmt: str) -> bytes:
-  pil_format, options = FORMATS[fmt]
-  out = io.BytesIO()
-  image.save(out, format=pil_format, **options)
-  return out.getvalue()
-
-
-def _garbage(data: bytes, offset: int, length: int = 64) -> bytes:
-  noise = random.Random(offset).randbytes(length)
-  return data[:offset] + noise + data[offset + length:]
 
 
 def damaged_copies(data: bytes, fmt: str) -> dict[str, bytes]:
@@ -59,7 +37,7 @@ def damaged_copies(data: bytes, fmt: str) -> dict[str, bytes]:
     return copies  # Raw pixels: any bytes are valid pixels; only a cut shows.
   offsets = WEBP_GARBAGE_AT if "webp" in fmt else [int(len(data) * f) for f in GARBAGE_AT]
   for offset in offsets:
-    copies[f"garbage_at_{offset}"] = _garbage(data, offset)
+    copies[f"garbage_at_{offset}"] = testing.with_garbage(data, offset)
   return copies
 
 
@@ -73,10 +51,10 @@ def pictures(real_kfood) -> list[Image.Image]:
   return _real_pictures(real_kfood, 3)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", testing.CORPUS_FORMATS)
 def test_every_damaged_copy_is_rejected_and_the_photo_kept(pictures, fmt):
   for picture in pictures:
-    data = _encode(picture, fmt)
+    data = testing.encoded(picture, fmt)
     images.inspect_image(data)  # The intact photo is kept.
     for damage, bad in damaged_copies(data, fmt).items():
       with pytest.raises(images.BadImage):
@@ -89,14 +67,14 @@ def test_png_damaged_in_its_image_data_is_rejected_before_its_exif_is_read(real_
   tolerated EXIF one."""
   data = (real_kfood / "찌개/김치찌개/Img_119_0001.jpg").read_bytes()
   assert data.startswith(b"\x89PNG")
-  bad = _garbage(data, len(data) // 2)
+  bad = testing.with_garbage(data, len(data) // 2)
   with pytest.raises(images.BadImage, match="PNG"):
     images.decode_and_inspect(bad)
 
 
 def test_a_libjpeg_warning_about_metadata_keeps_the_photo(pictures):
   """libjpeg warns of a JFIF version it does not know: a header matter, the pixels decode completely."""
-  data = bytearray(_encode(pictures[0], "jpeg"))
+  data = bytearray(testing.encoded(pictures[0], "jpeg"))
   assert data[6:11] == b"JFIF\0"
   data[11] = 2  # Version 2.01.
   with pytest.raises(ValueError, match="unknown JFIF revision"):
@@ -116,9 +94,9 @@ def _corpus(pictures: list[Image.Image]) -> tuple[dict[str, bytes], set[str], se
   files: dict[str, bytes] = {}
   damaged = set()
   number = 0
-  for fmt in FORMATS:
+  for fmt in testing.CORPUS_FORMATS:
     for picture in pictures:
-      data = _encode(picture, fmt)
+      data = testing.encoded(picture, fmt)
       for copy in [data, *damaged_copies(data, fmt).values()]:
         name = f"{CLASS_FOLDER}/Img_000_{number:04d}.jpg"  # Every format named .jpg, as the corpus does.
         files[name] = copy

@@ -29,6 +29,7 @@ import functools
 import io
 import os
 import pathlib
+import random
 import struct
 import tarfile
 import unicodedata
@@ -156,6 +157,32 @@ JUNK = {
 def properties(lines: Iterable[str], newline: str = "\r\n", bom: bool = False) -> bytes:
   """A crop_area.properties file from its lines."""
   return ("\ufeff" if bom else "").encode() + "".join(line + newline for line in lines).encode("utf-8")
+
+
+# The image formats the corpus holds, as PIL writes them (as the web does): name -> (PIL format, options).
+CORPUS_FORMATS: dict[str, tuple[str, dict[str, Any]]] = {
+    "jpeg": ("JPEG", {"quality": 90}),
+    "progressive_jpeg": ("JPEG", {"quality": 90, "progressive": True}),
+    "png": ("PNG", {}),
+    "gif": ("GIF", {}),
+    "bmp": ("BMP", {}),
+    "webp": ("WEBP", {"quality": 80}),
+    "lossless_webp": ("WEBP", {"lossless": True}),
+}
+
+
+def encoded(image: Image.Image, fmt: str) -> bytes:
+  """`image` written in the `CORPUS_FORMATS` format `fmt`."""
+  pil_format, options = CORPUS_FORMATS[fmt]
+  out = io.BytesIO()
+  image.save(out, format=pil_format, **options)
+  return out.getvalue()
+
+
+def with_garbage(data: bytes, offset: int, length: int = 64) -> bytes:
+  """`data` with `length` random bytes (seeded by `offset`) written over it at `offset`: damaged compressed data."""
+  noise = random.Random(offset).randbytes(length)
+  return data[:offset] + noise + data[offset + length:]
 
 
 # ---------------------------------------------------------------------------
