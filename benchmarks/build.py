@@ -3,7 +3,7 @@
   python benchmarks/build.py [--photos DIR] [--images 3000] [--rss 10000 40000]
 
 Photos come from DIR (any layout the builder reads: kfood.zip, group zips or
-an extracted tree) or from `photo_datasets.testing.benchmark_corpus`, in a kfood.zip of
+an extracted tree) or from `benchmarks/benchmark_corpus.py`, in a kfood.zip of
 stored inner zips as AIHub ships it: distinct mosaics of the real photos in
 ../shared/realdata at AIHub's sizes and JPEG qualities where that folder is
 present, generated pictures otherwise. Every table names the corpus it ran on.
@@ -68,8 +68,8 @@ import numpy as np
 from PIL import Image
 
 from photo_datasets.photos import records
-from photo_datasets.testing import benchmark_corpus
 
+import benchmark_corpus
 import harness  # benchmarks/harness.py
 
 
@@ -126,7 +126,7 @@ def _fail(item: object) -> int:
 
 
 def scaling(worker_counts: list[int], count: int) -> None:
-  from photo_datasets.build import parallel
+  from photo_datasets.building import parallel
   name, photos = benchmark_corpus.photos(count, workers=max(worker_counts))
   print(f"{count} {name} photos ({sum(map(len, photos)) / count / 1e3:.0f} KB on average) held in memory; "
         f"{len(os.sched_getaffinity(0))} cores")
@@ -168,7 +168,7 @@ def near_duplicate_costs(count: int) -> None:
 def series_costs(count: int) -> None:
   import statistics
 
-  from photo_datasets.build import scan
+  from photo_datasets.building import scan
   from photo_datasets.photos import series
   from photo_datasets.photos.records import class_folder
   name, photos = benchmark_corpus.photos(min(count, 300))

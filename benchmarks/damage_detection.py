@@ -24,7 +24,8 @@ from PIL import Image
 
 from photo_datasets import testing
 from photo_datasets.photos import images
-from photo_datasets.testing import benchmark_corpus
+
+import benchmark_corpus
 
 REAL_KFOOD = benchmark_corpus.REALDATA / "kfood"
 

@@ -16,7 +16,7 @@ split="all")` (no seed, the fast unordered decoding) is read
 The dispatcher and the workers are processes of `python -m
 photo_datasets.data_service` on loopback, started here and killed at the end.
 Photos come from `--photos` (a folder with a kfood.zip, or a tree of class
-folders) or from `photo_datasets.testing.benchmark_corpus` (`--images` of them, cached
+folders) or from `benchmarks/benchmark_corpus.py` (`--images` of them, cached
 in the workdir): mosaics of the real photos in ../shared/realdata, or
 generated pictures where that folder is absent; the output names which. The
 `224` config is built from them once (kept in the workdir).

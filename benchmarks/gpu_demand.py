@@ -19,7 +19,7 @@ import time
 import keras
 import numpy as np
 
-from photo_datasets.reading.models import MODELS, build_model
+from photo_datasets.models import MODELS, build_model
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from photo_datasets.testing import benchmark_corpus
+import benchmark_corpus
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 

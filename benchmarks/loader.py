@@ -33,7 +33,7 @@ uint8 images with their labels; the consumer does nothing but count them:
    out where its package (torch, grain) is not installed.
 
 Photos come from `--photos` (a folder or a zip in any layout `korean_food`
-reads; at most `--images` of them) or from `photo_datasets.testing.benchmark_corpus`
+reads; at most `--images` of them) or from `benchmarks/benchmark_corpus.py`
 (cached in the workdir): distinct mosaics of the real photos in
 ../shared/realdata at AIHub's sizes and qualities, or generated pictures where
 that folder is absent (or with `--generated`); the table names which. Those that
@@ -84,8 +84,8 @@ import korean_food  # noqa: E402,F401  (registers the builder)
 from korean_food import corpus  # noqa: E402
 from korean_food.listing import CROP_FILE  # noqa: E402
 from photo_datasets import doctor, pipeline, random_access, testing  # noqa: E402
-from photo_datasets.testing import benchmark_corpus  # noqa: E402
 
+import benchmark_corpus  # noqa: E402
 import harness  # noqa: E402  (benchmarks/harness.py)
 
 SIZE = 224

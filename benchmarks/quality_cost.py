@@ -2,7 +2,7 @@
 
   python benchmarks/quality_cost.py [--photos 300] [--repeats 5]
 
-Makes `--photos` photos of `photo_datasets.testing.benchmark_corpus` (mosaics of the
+Makes `--photos` photos of `benchmarks/benchmark_corpus.py` (mosaics of the
 real photos in ../shared/realdata at AIHub's sizes and JPEG qualities where
 that folder is present, generated pictures otherwise; the table names which),
 decodes each as the scan does (`images.decode_and_inspect`), then times
@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from photo_datasets.photos import images, quality
-from photo_datasets.testing import benchmark_corpus
+
+import benchmark_corpus
 
 
 def _cpu_ms(function: Callable[[Any], object], argument: Any, repeats: int) -> float:

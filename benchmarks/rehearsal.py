@@ -2,7 +2,7 @@
 
   python benchmarks/rehearsal.py [--workdir /tmp/rehearsal] [--photos 150513] [--keep]
 
-Makes a `kfood.zip` like AIHub's from `photo_datasets.testing.benchmark_corpus`
+Makes a `kfood.zip` like AIHub's from `benchmarks/benchmark_corpus.py`
 (realistic photos made from the real ones in ../shared/realdata, generated
 pictures where that folder is absent): every one of the 150 classes with its
 real photo count (classes.tsv, 150,513 photos in all; `--photos N` scales the
@@ -42,10 +42,10 @@ from typing import Any
 
 from PIL import Image
 
-from photo_datasets.build import parallel
+from photo_datasets.building import parallel
 from photo_datasets.photos.splits import SPLIT_SHARES as SHARES
-from photo_datasets.testing import benchmark_corpus
 
+import benchmark_corpus
 import harness  # benchmarks/harness.py
 
 # Photos shrunk by this much per side weigh about the real corpus's 106 KB

@@ -13,7 +13,7 @@ pairs of different scenes, and the CPU time of the descriptor per photo, side
 by side with the scan's other per-photo work. With `--orb` (needs
 opencv-python-headless) also ORB features with a RANSAC homography on the
 same pairs, and their cost. With `--mosaics N`, also the share of pairs of N
-benchmark-corpus photos (`photo_datasets.testing.benchmark_corpus`, the rehearsal's)
+benchmark-corpus photos (`benchmarks/benchmark_corpus.py`, the rehearsal's)
 that the threshold links, beside that share among the real photos of one class
 that are no series.
 
@@ -154,7 +154,7 @@ def orb_measure(corpus: Corpus, truth: list[set[str]], window: int) -> dict[str,
 
 def link_rates(kfood: Corpus, flowers: Corpus, truth: list[set[str]], mosaics: int) -> dict[str, Any]:
   """Share of pairs at or over THRESHOLD: real photos of one class and no one series, and benchmark mosaics."""
-  from photo_datasets.testing import benchmark_corpus
+  import benchmark_corpus
 
   series_of = {name: i for i, group in enumerate(truth) for name in group}
   real = [series.overlap(corpus.features[a], corpus.features[b])

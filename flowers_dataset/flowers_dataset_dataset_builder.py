@@ -18,7 +18,7 @@ from tensorflow_datasets.core.download.download_manager import NonMatchingChecks
 from tensorflow_datasets.core.download.resource import get_dl_fname
 
 from flowers_dataset.attributions import parse_attributions
-from photo_datasets.build import builder, generation
+from photo_datasets.building import builder, generation
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images
 from photo_datasets.photos.records import Candidate, Photo, Span

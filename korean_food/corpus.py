@@ -31,7 +31,7 @@ from typing import IO, Any
 
 from korean_food import download
 from korean_food.classes import nfc
-from photo_datasets.photos.pieces import PiecedFile, ReadOnlyView, whole_file
+from photo_datasets.archives.pieces import PiecedFile, ReadOnlyView, whole_file
 from photo_datasets.photos.records import READABLE_ZIP_METHODS, ZIP_LOCAL_HEADER, ZIP_LOCAL_SIGNATURE, Span
 
 _UTF8_FLAG = 0x800

@@ -32,7 +32,7 @@ import tarfile
 from collections.abc import Iterable, Iterator
 from typing import IO, Protocol
 
-from photo_datasets.photos.pieces import Extent, PiecedFile
+from photo_datasets.archives.pieces import Extent, PiecedFile
 
 PIECE = re.compile(r"^(?P<base>.+\.zip)\.part(?P<offset>\d+)$", re.IGNORECASE)
 DOWNLOAD_COMMAND = "aihubshell -mode d -datasetkey 79 -filekey 50036"

@@ -11,8 +11,8 @@ from etils import epath
 
 from korean_food import classes, corpus, download, listing
 from korean_food.listing import CorpusListing
-from photo_datasets.build import builder, generation
-from photo_datasets.build.generation import Example
+from photo_datasets.building import builder, generation
+from photo_datasets.building.generation import Example
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, records
 from photo_datasets.photos.records import Photo

@@ -3,12 +3,14 @@
 The subpackages follow a photo's way from the download to `model.fit`; each
 imports only those below it (`pyproject.toml`'s import-linter contracts):
 
+  archives/  what files are made of, with no dataset in it: the zip format
+             (`zips`), a file made of pieces (`pieces`).
   photos/    per-photo work, no TensorFlow: where a photo's bytes lie and
-             what the scan learned of it (`records`, `pieces` for a file in
-             pieces), decode and check (`images`), the near-copy hashes
-             (`near_duplicates`), a photographer's series (`series`), quality
-             scores (`quality`), the split rule (`splits`).
-  build/     what `tfds build` runs: `builder.PhotoBuilder` (the base class and
+             what the scan learned of it (`records`), decode and check
+             (`images`), the near-copy hashes (`near_duplicates`), a
+             photographer's series (`series`), quality scores (`quality`),
+             the split rule (`splits`).
+  building/  what `tfds build` runs: `builder.PhotoBuilder` (the base class and
              its hooks), the size `configs`, the `scan` on every core
              (`parallel`), its saved copy (`scan_cache`) and the images it
              converted (`converted`), `generation` and `beam_generation`,
@@ -18,15 +20,15 @@ imports only those below it (`pyproject.toml`'s import-linter contracts):
              `page_data` holds, `page_html` renders), the statistics in
              `info.metadata` (`build_stats`), `croissant.json`.
   reading/   what the read side shares: opening a built config (`built`), the
-             checks of its callers' numbers (`arguments`), the example Keras
-             `models`.
-  testing/   fabricated photos and builds for the tests, realistic photos for
-             the benchmarks (`benchmark_corpus`), a tf.data service on
-             loopback (`loopback`).
+             checks of its callers' numbers (`arguments`), the policy of
+             `cache=` (`cache`), the uint8-to-float layer (`layers`).
+  testing/   fabricated photos, zips, pieces, near copies and builds for the
+             tests (one module each, re-exported by `testing`), a tf.data
+             service on loopback (`loopback`).
 
 A photo is found by its dataset's listing (`korean_food/`, `flowers_dataset/`),
-decoded, checked and hashed once in `build/scan.py` (by `photos/`), given its
-split in `photos/splits.py`, converted and written by `build/generation.py`
+decoded, checked and hashed once in `building/scan.py` (by `photos/`), given its
+split in `photos/splits.py`, converted and written by `building/generation.py`
 through TFDS, reported by `catalog/`, and read by `pipeline`.
 
 On top, the modules users call:
@@ -36,6 +38,7 @@ On top, the modules users call:
   data_service    the same input on tf.data service workers
                   (`python -m photo_datasets.data_service dispatcher|worker`).
   random_access   an ArrayRecord copy, `tfds.data_source`, PyTorch and Grain.
+  models          the example Keras models the tools train.
   train, show, report, doctor, demo
                   command-line tools: train an example model, draw a grid,
                   write a config's report page again, say whether the input

@@ -46,8 +46,8 @@ import tensorflow as tf  # noqa: E402
 import tensorflow_datasets as tfds  # noqa: E402
 
 from photo_datasets import pipeline  # noqa: E402
-from photo_datasets.reading import built  # noqa: E402
-from photo_datasets.reading.models import MODELS, build_model  # noqa: E402
+from photo_datasets.models import MODELS, build_model  # noqa: E402
+from photo_datasets.reading import built, cache  # noqa: E402
 
 SECONDS = 2.0  # Per measurement, by default.
 WARMUP_BATCHES = 2
@@ -191,12 +191,12 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
       "name": name, "split": split, "batch_size": batch_size, "image_size": size, "model": model,
       "device": device(), "seconds_per_measurement": seconds,
       "split_examples": examples, "split_cache_gib": round(split_bytes / 2**30, 3),
-      "memory_cache_limit_gib": round(pipeline.memory_cache_limit() / 2**30, 3),
+      "memory_cache_limit_gib": round(cache.memory_limit() / 2**30, 3),
       "rows": [dataclasses.asdict(row) for row in rows],
   }
   report.update(verdict(input_rate=train.images_per_second or 0.0, model_rate=steps.images_per_second or 0.0,
                         cached_rate=cached.images_per_second, limit_rate=limit.images_per_second or 0.0,
-                        fits=split_bytes <= pipeline.memory_cache_limit(), sized=stored is not None,
+                        fits=split_bytes <= cache.memory_limit(), sized=stored is not None,
                         name=name, size=size, stored=stored))
   return report
 

@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -64,7 +63,8 @@ import tensorflow as tf
 from photo_datasets import data_service as service
 from photo_datasets.photos import images
 from photo_datasets.reading import arguments, built
-from photo_datasets.reading.models import rescaling_layer as rescaling_layer  # Part of this module's API.
+from photo_datasets.reading import cache as cache_policy
+from photo_datasets.reading.layers import rescaling_layer as rescaling_layer  # Part of this module's API.
 
 AUTOTUNE = tf.data.AUTOTUNE
 # Inception-style crops: the share of the photo's area and the aspect ratios
@@ -77,11 +77,6 @@ CROP_ATTEMPTS = 10
 _DCT_RATIOS = (1, 2, 4, 8)  # The scales libjpeg decodes at directly.
 _SEEDS = 2**62
 _INTERLEAVE_FILES, _INTERLEAVE_RECORDS = 16, 16
-# A memory cache may take at most this share of the memory free when it is made,
-# or the megabytes in this environment variable.
-MEMORY_CACHE_SHARE = 0.5
-MEMORY_CACHE_LIMIT_ENV = "PHOTO_DATASETS_MEMORY_CACHE_MB"
-
 
 
 def training_dataset(
@@ -133,7 +128,7 @@ def training_dataset(
     ValueError: on a bad argument, naming it.
   """
   _check_counts(batch_size=batch_size, shuffle_buffer=shuffle_buffer)
-  _check_cache(cache, data_service)
+  cache_policy.check_argument(cache, served=data_service is not None)
   reader = _Reader(name, split, data_dir, image_size, input_context, served=data_service is not None)
   batch = reader.batch_size(batch_size)
   if cache is not None and reader.stored_size is None:
@@ -200,7 +195,7 @@ def evaluation_dataset(
     ValueError: on a bad argument, naming it.
   """
   _check_counts(batch_size=batch_size, shuffle_buffer=0)
-  _check_cache(cache, data_service)
+  cache_policy.check_argument(cache, served=data_service is not None)
   reader = _Reader(name, split, data_dir, image_size, input_context, served=data_service is not None)
   if cache is not None:
     ds = reader.cached(cache, reader.centred)
@@ -257,38 +252,6 @@ def _check_counts(*, batch_size: int, shuffle_buffer: int) -> None:
   arguments.whole_number(shuffle_buffer, "shuffle_buffer", arguments.NON_NEGATIVE)
 
 
-def _check_cache(cache: str | None, data_service: str | service.Service | None) -> None:
-  if cache is None:
-    return
-  if not isinstance(cache, str) or not cache:
-    raise ValueError(f"cache must be None, 'memory' or a directory, got {cache!r}.")
-  if data_service is not None:
-    raise ValueError(
-        "cache= cannot be used with data_service: every epoch is a new job on the tf.data service workers, "
-        "and the dispatcher hands each record file to whichever worker asks first, so no worker would find "
-        "its cache filled. Add workers instead, or read in-process with cache=.")
-
-
-def memory_cache_limit() -> int:
-  """The bytes a memory cache may take: `MEMORY_CACHE_SHARE` of the memory
-  free now (`MemAvailable`), or `PHOTO_DATASETS_MEMORY_CACHE_MB` megabytes."""
-  if os.environ.get(MEMORY_CACHE_LIMIT_ENV):
-    return int(float(os.environ[MEMORY_CACHE_LIMIT_ENV]) * 2**20)
-  return int(free_memory() * MEMORY_CACHE_SHARE)
-
-
-def free_memory() -> int:
-  """Bytes of memory free for a new allocation (Linux's `MemAvailable`, else free pages)."""
-  try:
-    with open("/proc/meminfo") as meminfo:
-      for line in meminfo:
-        if line.startswith("MemAvailable:"):
-          return int(line.split()[1]) * 1024
-  except OSError:
-    pass
-  return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-
-
 def _one(element: tuple[Any, ...]) -> Any:
   """A map's arguments as one value: a record alone, a decoded example as its tuple."""
   return element[0] if len(element) == 1 else element
@@ -296,16 +259,6 @@ def _one(element: tuple[Any, ...]) -> Any:
 
 def _flip(image: tf.Tensor, label: tf.Tensor, seeds: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
   return tf.image.stateless_random_flip_left_right(image, seed=seeds), label
-
-
-def _pid_alive(pid: int) -> bool:
-  try:
-    os.kill(pid, 0)
-  except ProcessLookupError:
-    return False
-  except PermissionError:  # Someone else's: alive.
-    pass
-  return True
 
 
 def _check_batch_fits(reader: _Reader, batch: int) -> None:
@@ -386,14 +339,8 @@ class _Reader:
                                                num_parallel_calls=AUTOTUNE)
     needed = self.examples() * (self.size * self.size * 3 + 64)  # Pixels, and a label and headers.
     if cache == "memory":
-      limit = memory_cache_limit()
-      if needed > limit:
-        raise ValueError(
-            f"cache='memory' refused: {self.builder.name}/{self.builder.builder_config.name} split "
-            f"{self.split!r} needs about {needed / 2**30:.2f} GiB ({self.examples():,} images of "
-            f"{self.size}x{self.size}x3 uint8), more than the {limit / 2**30:.2f} GiB allowed (half the "
-            f"{free_memory() / 2**30:.2f} GiB free, or ${MEMORY_CACHE_LIMIT_ENV}). Use cache=DIRECTORY "
-            f"on a local disk, a smaller image_size, or a part of the split.")
+      cache_policy.check_memory(needed, f"{self.builder.name}/{self.builder.builder_config.name} split {self.split!r}",
+                                f"{self.examples():,} images of {self.size}x{self.size}x3 uint8")
       return ds.cache()
     return ds.cache(self._cache_prefix(cache, decode))
 
@@ -408,19 +355,7 @@ class _Reader:
     split = re.sub(r"[^A-Za-z0-9]+", "_", self.split).strip("_")
     prefix = os.path.join(directory, f"{self.builder.name}_{config}_{self.builder.version}_{split}_"
                                      f"{what}{self.size}{part}")
-    tf.io.gfile.makedirs(directory)
-    owner, lockfile = f"{prefix}.owner", f"{prefix}_0.lockfile"
-    if tf.io.gfile.exists(lockfile) and tf.io.gfile.exists(owner):
-      host, _, pid = tf.io.gfile.GFile(owner).read().partition(":")
-      if host != socket.gethostname() or _pid_alive(int(pid)):
-        raise ValueError(f"the disk cache {prefix} is being filled by process {pid} on {host}: wait for it, "
-                         f"or give another cache directory (delete {lockfile} if that process is gone).")
-      for stale in tf.io.gfile.glob(f"{prefix}_0.*"):  # Its lockfile and partial data.
-        tf.io.gfile.remove(stale)
-    if not tf.io.gfile.exists(f"{prefix}.index"):
-      with tf.io.gfile.GFile(owner, "w") as out:
-        out.write(f"{socket.gethostname()}:{os.getpid()}")
-    return prefix
+    return cache_policy.claim_disk(prefix)
 
   def records(self, *, shuffle_files: bool, seed: int | tf.Tensor | None = None) -> tf.data.Dataset:
     """The serialized examples of this input pipeline's part of the split.

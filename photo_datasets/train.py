@@ -32,8 +32,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from photo_datasets import pipeline
+from photo_datasets.models import MODELS, build_model
 from photo_datasets.reading import built
-from photo_datasets.reading.models import MODELS, build_model
 
 MIXED_PRECISION = ("auto", "on", "off")
 

@@ -1,4 +1,4 @@
-"""`photo_datasets.testing.benchmark_corpus`: the photos the benchmarks measure on."""
+"""`benchmarks/benchmark_corpus.py`: the photos the benchmarks measure on."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from PIL import Image
 import korean_food
 from korean_food import corpus
 from photo_datasets.photos import images, near_duplicates
-from photo_datasets.testing import benchmark_corpus
+
+import benchmark_corpus
 
 
 @pytest.mark.real_photos

@@ -29,8 +29,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 import korean_food
-from photo_datasets import data_service, pipeline
-from photo_datasets.reading import models
+from photo_datasets import data_service, models, pipeline
 from photo_datasets.testing import loopback
 
 REPO = pathlib.Path(__file__).resolve().parents[1]

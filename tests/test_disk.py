@@ -1,5 +1,5 @@
 """What a build needs of the disk and what an interrupted build leaves on it
-(photo_datasets/build/disk.py): the space checked before the conversion, a disk
+(photo_datasets/building/disk.py): the space checked before the conversion, a disk
 that fills up anyway, and the leftovers of a killed build removed by the next."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from tensorflow_datasets.core import file_adapters
 
 import flowers_dataset
-from photo_datasets.build import disk
+from photo_datasets.building import disk
 from photo_datasets.testing import build, read_examples
 
 FLOWERS = pathlib.Path(flowers_dataset.__file__).parent / "sample"
@@ -161,7 +161,7 @@ def test_a_disk_that_fills_up_anyway_ends_the_build_in_the_same_words(tmp_path, 
 _KILLED_BUILD = """
 import sys, time
 import flowers_dataset
-from photo_datasets.build import generation
+from photo_datasets.building import generation
 from photo_datasets import testing
 real, made = generation.ExampleMaker.with_image, []
 def slow(self, photo, image):

@@ -27,7 +27,9 @@ import pytest
 import korean_food
 from korean_food import corpus, download
 from photo_datasets import testing
-from photo_datasets.testing import benchmark_corpus, build, read_examples
+from photo_datasets.testing import build, read_examples
+
+import benchmark_corpus
 
 SAMPLE_ZIP = pathlib.Path(korean_food.__file__).parent / "sample" / "kfood.zip"
 def is_padding(parts: tuple[str, ...]) -> bool:

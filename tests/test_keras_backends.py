@@ -32,7 +32,7 @@ FIT_SCRIPT = textwrap.dedent("""
     import korean_food  # Registers the builder.
     from photo_datasets import pipeline
     from photo_datasets import train as training_script
-    from photo_datasets.reading import models
+    from photo_datasets import models
 
     data_dir, out_dir = sys.argv[1], sys.argv[2]
     model = models.build_model("small", 150, 64)

@@ -6,7 +6,6 @@ import importlib.util
 import json
 import pathlib
 import statistics
-import sys
 
 from photo_datasets import testing
 
@@ -16,8 +15,7 @@ FOLDERS = ("구이/갈비구이", "구이/갈치구이", "찌개/김치찌개")
 
 
 def _script():
-  if str(SCRIPT.parent) not in sys.path:
-    sys.path.insert(0, str(SCRIPT.parent))  # As `python benchmarks/loader.py` has it: `import harness` beside it.
+  # `import harness` beside it works as under `python benchmarks/loader.py`: pytest's `pythonpath` holds benchmarks/.
   spec = importlib.util.spec_from_file_location("loader_benchmark", SCRIPT)
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)

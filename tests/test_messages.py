@@ -15,7 +15,7 @@ import tensorflow_datasets as tfds
 
 import korean_food
 from photo_datasets import pipeline
-from photo_datasets.build import configs, disk
+from photo_datasets.building import configs, disk
 
 SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 
@@ -126,5 +126,5 @@ def test_tfds_build_into_an_unwritable_data_dir_ends_with_that_line(unwritable, 
   done = _run(f"tfds build korean_food --imports korean_food --data_dir {unwritable} --manual_dir {SAMPLE}", tmp_path)
   assert done.returncode != 0
   last = done.stderr.strip().splitlines()[-1]
-  assert last.startswith("photo_datasets.build.disk.DataDirNotWritable: ") and "cannot be written" in last
+  assert last.startswith("photo_datasets.building.disk.DataDirNotWritable: ") and "cannot be written" in last
   assert "During handling of the above exception" not in done.stderr

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from photo_datasets.build import parallel
+from photo_datasets.building import parallel
 
 
 def square_with_pid(x: int) -> tuple[int, int]:

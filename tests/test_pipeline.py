@@ -15,6 +15,7 @@ import tensorflow_datasets as tfds
 import flowers_dataset
 import korean_food
 from photo_datasets import pipeline
+from photo_datasets.reading import cache as cache_policy
 from photo_datasets.testing import build
 
 SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample" / "flower_photos"
@@ -343,16 +344,16 @@ def test_cached_training_epochs_are_shuffled_and_flipped_anew(kfood_dir, tmp_pat
 
 
 def test_a_memory_cache_larger_than_the_limit_is_refused_saying_both_sizes(kfood_dir, monkeypatch):
-  monkeypatch.setenv(pipeline.MEMORY_CACHE_LIMIT_ENV, "0.1")  # 33 images of 64x64x3 need 0.39 MiB.
+  monkeypatch.setenv(cache_policy.MEMORY_LIMIT_ENV, "0.1")  # 33 images of 64x64x3 need 0.39 MiB.
   for make in (pipeline.training_dataset, pipeline.evaluation_dataset):
     with pytest.raises(ValueError, match=r"cache='memory' refused: .* needs about 0\.00 GiB \(33 images of "
                                          r"64x64x3 uint8\), more than the 0\.00 GiB allowed"):
       make("korean_food/64", split="train", data_dir=kfood_dir, cache="memory")
-  monkeypatch.setenv(pipeline.MEMORY_CACHE_LIMIT_ENV, "1")
+  monkeypatch.setenv(cache_policy.MEMORY_LIMIT_ENV, "1")
   assert len(_images(pipeline.evaluation_dataset("korean_food/64", split="train", data_dir=kfood_dir,
                                                  cache="memory"))) == 33
-  monkeypatch.delenv(pipeline.MEMORY_CACHE_LIMIT_ENV)
-  assert 0 < pipeline.memory_cache_limit() <= pipeline.free_memory()
+  monkeypatch.delenv(cache_policy.MEMORY_LIMIT_ENV)
+  assert 0 < cache_policy.memory_limit() <= cache_policy.free_memory()
 
 
 def test_a_disk_cache_survives_an_epoch_cut_short(kfood_dir, tmp_path):

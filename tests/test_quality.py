@@ -16,7 +16,7 @@ import pytest
 from PIL import Image, ImageFilter
 
 import flowers_dataset  # noqa: F401  (registers the builder)
-from photo_datasets.build import scan, scan_cache
+from photo_datasets.building import scan, scan_cache
 from photo_datasets.catalog import build_stats
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, quality, records, splits

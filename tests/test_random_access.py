@@ -14,7 +14,7 @@ import tensorflow_datasets as tfds
 
 import korean_food
 from photo_datasets import pipeline, random_access
-from photo_datasets.build import configs
+from photo_datasets.building import configs
 from photo_datasets.testing import build
 
 SAMPLE_DIR = pathlib.Path(korean_food.__file__).parent / "sample"

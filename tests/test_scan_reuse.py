@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 import korean_food
-from photo_datasets.build import scan_cache
+from photo_datasets.building import scan_cache
 from photo_datasets.photos import images
 from photo_datasets.testing import build, read_examples
 

@@ -25,7 +25,7 @@ import pytest
 import flowers_dataset
 from flowers_dataset.flowers_dataset_dataset_builder import flickr_id
 from korean_food.listing import series_position
-from photo_datasets.build import scan
+from photo_datasets.building import scan
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, records, series, splits
 from photo_datasets.photos.records import class_folder

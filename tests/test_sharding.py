@@ -10,7 +10,7 @@ import pytest
 import tensorflow_datasets as tfds
 
 import flowers_dataset
-from photo_datasets.build import sharding
+from photo_datasets.building import sharding
 
 FLOWERS_SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample"
 MB = 2**20

@@ -46,7 +46,7 @@ class PageData:
   split_of: dict[str, str] = dataclasses.field(default_factory=dict)  # file_name -> split, where known.
   source: str | None = None
   build_seconds: float | None = None
-  source_images: dict[str, Any] | None = None  # `statistics.source_images`.
+  source_images: dict[str, Any] | None = None  # `build_stats.source_images`.
   class_weights: list[float] | None = None
   channel_mean: list[float] | None = None
   channel_std: list[float] | None = None

@@ -1,7 +1,8 @@
 """Image validation and normalisation shared by the builders.
 
-Every source file goes through `inspect_image` once while the corpus is
-scanned. It sniffs the content (never the extension), decodes it fully, and
+Every source file goes through `decode_and_inspect` once while the corpus is
+scanned (`inspect_image` is the same check without the pixels). It sniffs
+the content (never the extension), decodes it fully, and
 says how the file is to be stored. `encode_image` then produces the stored
 bytes: the source itself for a clean JPEG, otherwise one re-encoding to an
 upright RGB JPEG, so every stored image decodes with

@@ -1,1 +1,1 @@
-"""What the read side shares: the example models and the uint8-to-float layer."""
+"""What the read side shares: opening a built config, argument checks, the cache policy, the uint8 layer."""

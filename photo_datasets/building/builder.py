@@ -42,7 +42,7 @@ import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
 
-from photo_datasets.build import configs, converted, disk, generation, parallel, scan, scan_cache, sharding
+from photo_datasets.building import configs, converted, disk, generation, parallel, scan, scan_cache, sharding
 from photo_datasets.catalog import build_stats, croissant
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, records, splits
@@ -268,7 +268,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     self._build.split_photos[split] = photos
     self._build.source_path = os.fspath(source)
     if self._build.beam:
-      from photo_datasets.build import beam_generation  # Needs apache_beam.
+      from photo_datasets.building import beam_generation  # Needs apache_beam.
       return beam_generation.ConvertSplit(photos, make, self.READER, self._beam_skips_dir, split)
     return generation.generate_locally(
         photos, make, self.READER(), self._build.report.skipped_files, workers=self.workers,
@@ -279,7 +279,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     return epath.Path(self.data_dir) / "beam-skipped"  # The build's temporary folder.
 
   def _process_pipeline_result(self, pipeline_result: Any) -> None:
-    from photo_datasets.build import beam_generation
+    from photo_datasets.building import beam_generation
     self._build.report.skipped_files += beam_generation.read_skips(self._beam_skips_dir)
 
   def _scan(self, source: epath.Path, cache_dir: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:

@@ -15,8 +15,8 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from photo_datasets.build import parallel
-from photo_datasets.build.converted import ConvertedImages
+from photo_datasets.building import parallel
+from photo_datasets.building.converted import ConvertedImages
 from photo_datasets.catalog.build_report import Skipped
 from photo_datasets.photos import images
 from photo_datasets.photos.records import Photo

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 from tensorflow_datasets.core.utils import tqdm_utils
 
-from photo_datasets.build import parallel
-from photo_datasets.build.converted import ConvertedImages
+from photo_datasets.building import parallel
+from photo_datasets.building.converted import ConvertedImages
 from photo_datasets.catalog.build_report import BuildReport, Skipped
 from photo_datasets.photos import images, near_duplicates, quality, series, splits
 from photo_datasets.photos.images import Box

@@ -1,4 +1,4 @@
-"""The example models of `photo_datasets.train`, and the uint8-to-float layer.
+"""The example Keras models of `photo_datasets.train` and `photo_datasets.doctor`.
 
 Keras only (no TensorFlow import), so they also run on any Keras 3 backend,
 e.g. to measure what a GPU consumes (`benchmarks/gpu_demand.py`).
@@ -8,20 +8,9 @@ from __future__ import annotations
 
 import keras
 
+from photo_datasets.reading.layers import rescaling_layer
+
 MODELS = ("small", "mobilenet_v3_small")
-
-
-def rescaling_layer(value_range: tuple[float, float] = (0.0, 1.0)) -> keras.layers.Layer:
-  """A Keras layer mapping uint8 pixels 0..255 linearly to `value_range`.
-
-  Put it first in the model, so the conversion to float runs on the
-  accelerator: `(0, 1)` for most models, `(-1, 1)` for MobileNet or
-  EfficientNetV2 built with `include_preprocessing=False`.
-  """
-  low, high = value_range
-  if not high > low:
-    raise ValueError(f"value_range must be (low, high) with high > low, got {value_range!r}.")
-  return keras.layers.Rescaling(scale=(high - low) / 255.0, offset=low)
 
 
 def build_model(kind: str, num_classes: int, image_size: int) -> keras.Model:

@@ -39,9 +39,9 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image, ImageOps, JpegImagePlugin
 
-from photo_datasets.build import parallel
+from photo_datasets.building import parallel
 
-REALDATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / "realdata"
+REALDATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "realdata"
 REALISTIC = ("realistic (mosaics of the real kfood and flowers photos in ../shared/realdata, "
              "at AIHub's sizes and qualities)")
 GENERATED = "generated (smooth shapes under a texture; ../shared/realdata absent)"

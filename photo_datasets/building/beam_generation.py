@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 import apache_beam as beam
 from etils import epath
 
-from photo_datasets.build.generation import Example, ExampleMaker, Reader, convert_or_skip, read_or_skip
+from photo_datasets.building.generation import Example, ExampleMaker, Reader, convert_or_skip, read_or_skip
 from photo_datasets.catalog.build_report import Skipped
 from photo_datasets.photos.records import Photo
 
