@@ -56,7 +56,7 @@ def flickr_id(file_name: str) -> int | None:
   return int(head) if head.isdigit() else None
 
 
-class Builder(builder.PhotoBuilder):
+class Builder(builder.PhotoBuilder[epath.Path]):
   """The 3,670 TensorFlow flower photos in 5 classes."""
 
   VERSION = tfds.core.Version("1.1.0")

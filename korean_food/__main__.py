@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from korean_food import download
+from korean_food import download, repair
 
 
 def main() -> None:
@@ -13,7 +13,7 @@ def main() -> None:
   parser.add_argument("zip", help="the kfood.zip to repair")
   args = parser.parse_args()
   try:
-    print(download.repair(args.zip))
+    print(repair.repair(args.zip))
   except (download.DownloadError, OSError) as e:
     raise SystemExit(str(e)) from None
 

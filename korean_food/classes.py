@@ -10,13 +10,10 @@ import csv
 import dataclasses
 import functools
 import pathlib
-import unicodedata
+
+from korean_food.names import nfc
 
 CLASSES_FILE = pathlib.Path(__file__).with_name("classes.tsv")
-
-
-def nfc(text: str) -> str:
-  return unicodedata.normalize("NFC", text)
 
 
 @dataclasses.dataclass(frozen=True)

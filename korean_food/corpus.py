@@ -3,18 +3,14 @@
 The manual dir may hold `kfood.zip` (27 inner zips, stored uncompressed), some
 of the inner `<group>.zip` files, or an extracted tree at any depth, or a mix.
 Stored zip members, inner zips included, are read in place through a window
-on the outer file; nothing is extracted. (Python's own seek on a zip member
-re-reads it from the start, which is quadratic for a 600 MB inner zip.) A
+on the outer file (`zips.Window`); nothing is extracted. A
 compressed inner zip, as a user's re-zipping may produce, is copied to a
 temporary file first. The download's other forms (pieces named by offset,
 `download.tar`, a zip joined in name order) are read through
 `download.Archive`s as one file; a worker reads a photo in its piece unless
 it straddles two.
 
-Names are decoded as the corpus needs: a member with the zip UTF-8 flag is
-taken as is; otherwise its raw bytes are tried as UTF-8, then CP949. Folder
-and file names on disk get the same treatment. Every name is then
-NFC-normalised, so macOS (NFD) copies resolve to the same class names.
+Names are decoded as the corpus needs (`names`).
 """
 
 from __future__ import annotations
@@ -26,36 +22,14 @@ import os
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator
-from typing import IO, Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO
 
 from korean_food import download
-from korean_food.classes import nfc
-from photo_datasets.archives.pieces import PiecedFile, ReadOnlyView, whole_file
-from photo_datasets.photos.records import READABLE_ZIP_METHODS, ZIP_LOCAL_HEADER, ZIP_LOCAL_SIGNATURE, Span
-
-_UTF8_FLAG = 0x800
-
-
-def decode_name(raw: bytes) -> str:
-  """Raw name bytes -> NFC text: UTF-8 first, then CP949 (Korean Windows)."""
-  for encoding in ("utf-8", "cp949"):
-    try:
-      return nfc(raw.decode(encoding))
-    except UnicodeDecodeError:
-      pass
-  return nfc(raw.decode("utf-8", errors="replace"))
-
-
-def member_name(info: zipfile.ZipInfo) -> str:
-  if info.flag_bits & _UTF8_FLAG:
-    return nfc(info.filename)
-  # Without the flag, Python decoded the raw bytes as CP437; undo that.
-  return decode_name(info.filename.encode("cp437"))
-
-
-def disk_name(name: str) -> str:
-  return decode_name(os.fsencode(name))
+from korean_food.names import disk_name, member_name
+from photo_datasets.archives import zips
+from photo_datasets.archives.pieces import PiecedFile, whole_file
+from photo_datasets.photos.records import Span
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,33 +47,13 @@ class CorpusFile:
     return self.parts[-1]
 
 
-class _Window(ReadOnlyView):
-  """A read-only, seekable view of bytes [start, start + size) of a file."""
-
-  def __init__(self, fileobj: IO[bytes], start: int, size: int):
-    super().__init__(size)
-    self._file, self._start = fileobj, start
-
-  def readinto(self, buffer: Any) -> int:
-    n = min(len(buffer), self.size - self._pos)
-    if n <= 0:
-      return 0
-    self._file.seek(self._start + self._pos)
-    data = self._file.read(n)
-    buffer[: len(data)] = data
-    self._pos += len(data)
-    return len(data)
-
-
 def _open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[IO[bytes], int | None]:
   """A seekable file object over a member that is itself a zip, and where its
   bytes start in the zip's own file (None when copied to a temporary file)."""
   if info.compress_type == zipfile.ZIP_STORED and zf.fp is not None:
-    zf.fp.seek(info.header_offset)
-    signature, name_len, extra_len = ZIP_LOCAL_HEADER.unpack(zf.fp.read(ZIP_LOCAL_HEADER.size))
-    if signature == ZIP_LOCAL_SIGNATURE:
-      start = info.header_offset + ZIP_LOCAL_HEADER.size + name_len + extra_len
-      return io.BufferedReader(_Window(zf.fp, start, info.file_size), 1 << 20), start
+    start = zips.data_start(zf.fp, info.header_offset)
+    if start is not None:
+      return io.BufferedReader(zips.Window(zf.fp, start, info.file_size), 1 << 20), start
   spool = tempfile.TemporaryFile()
   with zf.open(info) as member:
     shutil.copyfileobj(member, spool, 1 << 20)
@@ -138,32 +92,31 @@ def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...], first: Callable[[s
 def _member_span(info: zipfile.ZipInfo, disk: tuple[PiecedFile, int] | None) -> Span | None:
   """Where a worker reads the member: in the file (or the piece) that holds
   all of it; None where it straddles two pieces (the listing reads it)."""
-  if disk is None or info.compress_type not in READABLE_ZIP_METHODS or info.flag_bits & 0x1:  # 0x1: encrypted.
+  if disk is None or info.compress_type not in zips.READABLE_METHODS or info.flag_bits & zips.ENCRYPTED_FLAG:
     return None
   file, start = disk
   offset = start + info.header_offset
   # The local header's extra field may differ from the directory's: with a
   # margin, then exactly where the margin crosses a piece's end.
-  size = ZIP_LOCAL_HEADER.size + len(info.orig_filename.encode("utf-8")) + len(info.extra) + info.compress_size
+  size = zips.LOCAL.size + len(info.orig_filename.encode("utf-8")) + len(info.extra) + info.compress_size
   place = file.locate(offset, size + 1024) if len(file.extents) > 1 else (file.extents[0].path, offset)
   if place is None:
-    file.seek(offset)
-    signature, name_len, extra_len = ZIP_LOCAL_HEADER.unpack(file.read(ZIP_LOCAL_HEADER.size))
-    place = file.locate(offset, ZIP_LOCAL_HEADER.size + name_len + extra_len + info.compress_size)
-    if place is None or signature != ZIP_LOCAL_SIGNATURE:
+    data = zips.data_start(file, offset)
+    place = None if data is None else file.locate(offset, data - offset + info.compress_size)
+    if place is None:
       return None
   return Span(place[0], place[1], info.compress_size, info.compress_type, info.CRC)
 
 
 def walk(root: str | os.PathLike[str], first: Callable[[str], bool] = lambda name: False,
-         archives: list[download.Archive] | None = None) -> Iterator[tuple[CorpusFile, Callable[[], bytes]]]:
+         archives: Sequence[download.Archive] | None = None) -> Iterator[tuple[CorpusFile, Callable[[], bytes]]]:
   """Yields every file under `root` (zips opened) with a function reading it.
 
   In each folder and archive, the files whose name `first` accepts come
   first (the crop files, so that the photos after them have their boxes).
   The download's zips held in pieces, in a tar or joined out of order are
-  read as `archives` (default: `download.find(root)`, which raises
-  `download.DownloadError` for an incomplete download) say.
+  read as `archives` say (default: `download.find(root)`, which raises
+  `download.DownloadError` for an incomplete download).
 
   A zip that cannot be opened is yielded itself, marked `bad_archive`. The
   reader is valid until the next file is yielded.

@@ -27,29 +27,18 @@ import functools
 import itertools
 import os
 import re
-import struct
 import tarfile
-from collections.abc import Iterable, Iterator
-from typing import IO, Protocol
+from collections.abc import Iterable
 
-from photo_datasets.archives.pieces import Extent, PiecedFile
+from korean_food.names import decode_name
+from photo_datasets.archives import pieces as pieced
+from photo_datasets.archives import tars, zips
 
 PIECE = re.compile(r"^(?P<base>.+\.zip)\.part(?P<offset>\d+)$", re.IGNORECASE)
 DOWNLOAD_COMMAND = "aihubshell -mode d -datasetkey 79 -filekey 50036"
 _MIN_PIECE, _MAX_PIECE = 1 << 20, 4 << 30
-_EOCD = struct.Struct("<4s4H2LH")  # signature, disk, cd disk, entries here, entries, cd size, cd offset, comment
-_ZIP64_LOCATOR = struct.Struct("<4sLQL")
-_ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")
-_CENTRAL = struct.Struct("<4s6H3L5H2L")
-_LOCAL = struct.Struct("<4s5H3L2H")
 # Local headers checked per zip: all of the download's 27, a sample of each group zip's.
 _CHECKED_MEMBERS, _CHECKED_GROUP_MEMBERS = 1000, 64
-
-
-class _Seekable(Protocol):
-  def seek(self, offset: int, /) -> object: ...
-
-  def read(self, size: int, /) -> bytes: ...
 
 
 class DownloadError(ValueError):
@@ -65,7 +54,7 @@ class Archive:
   """
 
   location: str
-  extents: tuple[Extent, ...]
+  extents: tuple[pieced.Extent, ...]
   covers: tuple[str, ...]  # The files on disk it is read from.
   note: str = ""  # What was found, for the build's warnings.
 
@@ -73,140 +62,56 @@ class Archive:
   def size(self) -> int:
     return sum(e.size for e in self.extents)
 
-  def open(self) -> PiecedFile:
-    return PiecedFile(list(self.extents))
-
-
-# ---------------------------------------------------------------------------
-# The zip's own structure.
+  def open(self) -> pieced.PiecedFile:
+    return pieced.PiecedFile(list(self.extents))
 
 
 @dataclasses.dataclass(frozen=True)
-class _Member:
-  name: str
-  header_offset: int
-  size: int  # As stored.
+class Download(os.PathLike[str]):
+  """The manual dir with the download's zips found in it (`locate`): the
+  builder's source, searched once per build and handed to the listing."""
+
+  root: str
+  archives: tuple[Archive, ...]
+
+  def __fspath__(self) -> str:
+    return self.root
+
+  def __str__(self) -> str:
+    return self.root
 
 
-def zip_members(f: _Seekable, size: int, checked: int = _CHECKED_MEMBERS) -> list[_Member] | str:
-  """The members of the zip in `f` if its end record, central directory and
-  (a sample of) local headers agree where a zip has them; else what is wrong."""
-  tail_size = min(size, _EOCD.size + 0xFFFF)
-  tail = _read_at(f, size - tail_size, tail_size)
-  at = tail.rfind(b"PK\x05\x06")
-  while at >= 0 and at + _EOCD.size + _EOCD.unpack_from(tail, at)[-1] != len(tail):
-    at = tail.rfind(b"PK\x05\x06", 0, at)
-  if at < 0:
-    return "no end record at its end"
-  end = size - tail_size + at
-  _, _, _, _, entries, cd_size, cd_offset, _ = _EOCD.unpack_from(tail, at)
-  if 0xFFFF in (entries,) or 0xFFFFFFFF in (cd_size, cd_offset):
-    if end < _ZIP64_LOCATOR.size + _ZIP64_EOCD.size:
-      return "no ZIP64 end record"
-    sig, _, record, _ = _ZIP64_LOCATOR.unpack(_read_at(f, end - _ZIP64_LOCATOR.size, _ZIP64_LOCATOR.size))
-    zip64 = _read_at(f, record, _ZIP64_EOCD.size)
-    if sig != b"PK\x06\x07" or len(zip64) < _ZIP64_EOCD.size or zip64[:4] != b"PK\x06\x06":
-      return "no ZIP64 end record where its locator says"
-    _, _, _, _, _, _, _, entries, cd_size, cd_offset = _ZIP64_EOCD.unpack(zip64)
-    end = record
-  if cd_offset + cd_size != end:
-    return "its central directory is not where the end record says"
-  try:
-    return _directory(f, _read_at(f, cd_offset, cd_size), entries, checked)
-  except struct.error:
-    return "its central directory is cut short"
+def locate(root: str | os.PathLike[str]) -> Download:
+  """The manual dir `root` and its download's zips (`find`); raises `DownloadError` for an incomplete download."""
+  return Download(os.fspath(root), tuple(find(root)))
 
 
-def _directory(f: _Seekable, directory: bytes, entries: int, checked: int) -> list[_Member] | str:
-  members, pos = [], 0
-  for _ in range(entries):
-    if directory[pos:pos + 4] != b"PK\x01\x02":
-      return "its central directory is not where the end record says"
-    *_, csize, usize, name_len, extra_len, comment_len, _, _, _, offset = _CENTRAL.unpack_from(directory, pos)
-    start = pos + _CENTRAL.size
-    name = _decode(directory[start:start + name_len])
-    csize, offset = _zip64_fields(directory[start + name_len:start + name_len + extra_len], usize, csize, offset)
-    members.append(_Member(name, offset, csize))
-    pos = start + name_len + extra_len + comment_len
-  step = -(-len(members) // checked)
-  for member in members[::step]:
-    if _read_at(f, member.header_offset, 4) != b"PK\x03\x04":
-      return f"its directory places {member.name} at byte {member.header_offset}, where no member starts"
-  return members
-
-
-def _zip64_fields(extra: bytes, usize: int, csize: int, offset: int) -> tuple[int, int]:
-  pos = 0
-  while pos + 4 <= len(extra):
-    tag, length = struct.unpack_from("<2H", extra, pos)
-    if tag == 1:
-      values = iter(struct.unpack_from(f"<{length // 8}Q", extra, pos + 4))
-      if usize == 0xFFFFFFFF:
-        next(values, 0)
-      if csize == 0xFFFFFFFF:
-        csize = next(values, csize)
-      if offset == 0xFFFFFFFF:
-        offset = next(values, offset)
-    pos += 4 + length
-  return csize, offset
-
-
-def _decode(raw: bytes) -> str:
-  from korean_food.corpus import decode_name  # Which imports this module.
-  return decode_name(raw)
-
-
-def _read_at(f: _Seekable, offset: int, size: int) -> bytes:
-  f.seek(offset)
-  return f.read(size)
-
-
-def _local_members(f: _Seekable, size: int) -> Iterator[tuple[str, int, int]]:
-  """(name, data start, stored size) of each member from the start of a zip
-  without its directory, as far as the local headers chain."""
-  pos = 0
-  while pos + _LOCAL.size <= size:
-    header = _read_at(f, pos, _LOCAL.size)
-    if len(header) < _LOCAL.size or header[:4] != b"PK\x03\x04":
-      return
-    _, _, flags, _, _, _, _, csize, usize, name_len, extra_len = _LOCAL.unpack(header)
-    name = _decode(_read_at(f, pos + _LOCAL.size, name_len))
-    csize, _ = _zip64_fields(_read_at(f, pos + _LOCAL.size + name_len, extra_len), usize, csize, 0)
-    if flags & 0x8 and csize == 0:  # Sizes in a data descriptor after the data: cannot follow.
-      return
-    start = pos + _LOCAL.size + name_len + extra_len
-    yield name, start, csize
-    pos = start + csize
-
-
-def _is_download(f: _Seekable, size: int) -> bool:
+def _is_download(f: zips.Seekable, size: int) -> bool:
   """A zip of zips, as kfood.zip holds the 27 group zips (a cut group zip is no download)."""
-  members = itertools.islice(_local_members(f, size), 1000)
+  members = itertools.islice(zips.local_members(f, size, decode_name), 1000)
   return any(name.lower().endswith(".zip") for name, _, _ in members)
 
 
-def _whole_groups(f: _Seekable, size: int) -> list[str]:
+def _problem_of(f: zips.Seekable, size: int) -> str | None:
+  """None when the zip's directory agrees with its bytes, its group zips' own
+  included (each piece of the download holds some of their records)."""
+  return zips.nested_problem(f, size, decode_name, _CHECKED_MEMBERS, _CHECKED_GROUP_MEMBERS)
+
+
+def _reads(f: zips.Seekable, size: int) -> bool:
+  """A group zip whose directory agrees with its bytes."""
+  return isinstance(zips.members(f, size, decode_name, _CHECKED_GROUP_MEMBERS), list)
+
+
+def _whole_groups(f: zips.Seekable, size: int) -> list[str]:
   """The group zips of a cut download whose every byte arrived."""
   whole = []
-  for name, start, csize in _local_members(f, size):
+  for name, start, csize in zips.local_members(f, size, decode_name):
     if start + csize > size:
       break
-    if name.lower().endswith(".zip") and isinstance(zip_members(_Slice(f, start), csize, _CHECKED_GROUP_MEMBERS), list):
+    if name.lower().endswith(".zip") and _reads(zips.Slice(f, start), csize):
       whole.append(name.rsplit("/", 1)[-1])
   return whole
-
-
-class _Slice:
-  """Bytes from `start` on of a file, as a file (enough for `zip_members`)."""
-
-  def __init__(self, f: _Seekable, start: int):
-    self._f, self._start = f, start
-
-  def seek(self, offset: int) -> None:
-    self._f.seek(self._start + offset)
-
-  def read(self, size: int) -> bytes:
-    return self._f.read(size)
 
 
 # ---------------------------------------------------------------------------
@@ -217,12 +122,11 @@ class _Slice:
 class _Piece:
   name: str  # As the user sees it: a path on disk, or `<tar>/<member>`.
   offset: int  # From its name.
-  extent: Extent
+  extent: pieced.Extent
 
 
 def _check_pieces(base: str, pieces: list[_Piece]) -> None:
-  """Each piece starts where the one before it ended; else name what is missing or short."""
-  pieces = sorted(pieces, key=lambda p: p.offset)
+  """Each piece (in offset order) starts where the one before it ended; else name what is missing or short."""
   piece_size = pieces[0].extent.size if len(pieces) > 1 else 0
   problems, bad = [], set()
   expected = 0
@@ -254,35 +158,16 @@ def _check_pieces(base: str, pieces: list[_Piece]) -> None:
 
 def _archive(location: str, base: str, pieces: list[_Piece], covers: tuple[str, ...]) -> Archive:
   _check_pieces(base, pieces)
-  pieces = sorted(pieces, key=lambda p: p.offset)
   archive = Archive(location, tuple(p.extent for p in pieces), covers)
   _check_whole(archive, base, f"{len(pieces)} pieces in {os.path.dirname(location)}")
   return archive
 
 
-def _agrees(f: _Seekable, size: int) -> str | None:
-  """None when the zip's directory agrees with its bytes, its group zips' own
-  included (each piece of the download holds some of their records)."""
-  members = zip_members(f, size)
-  if isinstance(members, str):
-    return members
-  for member in members:
-    if member.name.lower().endswith(".zip"):
-      header = _read_at(f, member.header_offset, _LOCAL.size)
-      start = member.header_offset + _LOCAL.size + sum(struct.unpack_from("<2H", header, 26))
-      if _read_at(f, start, 4) != b"PK\x03\x04":  # Compressed, or no zip (an AppleDouble `._구이.zip`).
-        continue
-      inner = zip_members(_Slice(f, start), member.size, _CHECKED_GROUP_MEMBERS)
-      if isinstance(inner, str):
-        return f"{member.name}, at byte {start:,}, has {inner}"
-  return None
-
-
 @functools.lru_cache(maxsize=16)
-def _problem(extents: tuple[Extent, ...], stamps: tuple[tuple[int, int], ...]) -> str | None:
+def _problem(extents: tuple[pieced.Extent, ...], stamps: tuple[tuple[int, int], ...]) -> str | None:
   """`_agrees` of the extents read as one file, once per state of the files (`stamps`)."""
-  with PiecedFile(list(extents)) as f:
-    return _agrees(f, f.size)
+  with pieced.PiecedFile(list(extents)) as f:
+    return _problem_of(f, f.size)
 
 
 def _stamps(paths: Iterable[str]) -> tuple[tuple[int, int], ...]:
@@ -309,43 +194,37 @@ def _cut_message(name: str, form: str, size: int, whole: list[str]) -> str:
           f"continues it where it stopped, if the server allows. {arrived}")
 
 
+def _in_offset_order(groups: dict[str, list[_Piece]]) -> dict[str, list[_Piece]]:
+  """Each zip's pieces in offset order: the one place they are ordered."""
+  return {base: sorted(pieces, key=lambda p: p.offset) for base, pieces in sorted(groups.items())}
+
+
 def _disk_pieces(folder: str) -> dict[str, list[_Piece]]:
+  """The pieces in `folder` by zip name, in offset order."""
   groups: dict[str, list[_Piece]] = {}
   for name in os.listdir(folder):
     match = PIECE.match(name)
     path = os.path.join(folder, name)
     if match and os.path.isfile(path):
       groups.setdefault(match["base"], []).append(
-          _Piece(path, int(match["offset"]), Extent(path, 0, os.path.getsize(path))))
-  return groups
+          _Piece(path, int(match["offset"]), pieced.Extent(path, 0, os.path.getsize(path))))
+  return _in_offset_order(groups)
 
 
 def _tar_pieces(path: str) -> dict[str, list[_Piece]]:
-  """Pieces in the tar by `<folder>/<base>`, each read at its member's offset.
-  A member cut short by the end of the file keeps the bytes that are there."""
+  """Pieces in the tar by `<folder>/<base>`, in offset order, each read at its
+  member's offset. A member cut short by the end of the file keeps the bytes that are there."""
   size = os.path.getsize(path)
   groups: dict[str, list[_Piece]] = {}
   with tarfile.open(path, "r:") as tar:
-    for member in _members(tar):
+    for member in tars.members(tar):
       folder, _, name = member.name.rpartition("/")
       match = PIECE.match(name)
       if match and member.isfile():
-        extent = Extent(path, member.offset_data, max(0, min(member.size, size - member.offset_data)))
         key = f"{folder}/{match['base']}" if folder else match["base"]
-        groups.setdefault(key, []).append(_Piece(f"{path}/{member.name}", int(match["offset"]), extent))
-  return groups
-
-
-def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
-  """The tar's members, up to where a cut tar ends."""
-  while True:
-    try:
-      member = tar.next()
-    except tarfile.ReadError:  # "unexpected end of data": the tar is cut in a member.
-      return
-    if member is None:
-      return
-    yield member
+        groups.setdefault(key, []).append(_Piece(f"{path}/{member.name}", int(match["offset"]),
+                                                 tars.extent(path, member, size)))
+  return _in_offset_order(groups)
 
 
 def is_tar(name: str) -> bool:
@@ -358,12 +237,11 @@ def find(root: str | os.PathLike[str]) -> list[Archive]:
   of one zip (a tar and its untarred pieces) gets no extents, and a note."""
   plain: dict[tuple[str, int], str] = {}  # (name, size) -> a zip on disk that reads in place.
   archives: list[Archive] = []  # Joined out of order, then pieces on disk, then in tars.
-  pieced: list[Archive] = []
+  from_pieces: list[Archive] = []
   for folder, dirs, files in os.walk(os.fspath(root)):
     dirs.sort()
-    for base, pieces in sorted(_disk_pieces(folder).items()):
-      first = min(pieces, key=lambda p: p.offset)
-      pieced.append(_archive(first.name, base, pieces, tuple(sorted(p.name for p in pieces))))
+    for base, pieces in _disk_pieces(folder).items():
+      from_pieces.append(_archive(pieces[0].name, base, pieces, tuple(sorted(p.name for p in pieces))))
     for name in sorted(files):
       path = os.path.join(folder, name)
       if name.lower().endswith(".zip"):
@@ -373,12 +251,11 @@ def find(root: str | os.PathLike[str]) -> list[Archive]:
         else:
           plain.setdefault((name.lower(), os.path.getsize(path)), path)
       elif is_tar(name) and tarfile.is_tarfile(path):
-        for group, pieces in sorted(_tar_pieces(path).items()):
-          first = min(pieces, key=lambda p: p.offset)
-          pieced.append(_archive(first.name, group.rsplit("/", 1)[-1], pieces, (path,)))
+        for group, pieces in _tar_pieces(path).items():
+          from_pieces.append(_archive(pieces[0].name, group.rsplit("/", 1)[-1], pieces, (path,)))
   read: dict[tuple[str, int], str] = dict(plain)
   kept = []
-  for archive in archives + pieced:
+  for archive in archives + from_pieces:
     key = (zip_name(archive.location).lower(), archive.size)
     if key in read:  # The tar and the pieces untarred from it, say.
       archive = dataclasses.replace(archive, extents=(), note=(
@@ -393,40 +270,11 @@ def find(root: str | os.PathLike[str]) -> list[Archive]:
 # A zip joined in name order, or cut.
 
 
-def name_order(size: int, piece_size: int) -> list[int]:
-  """The pieces' starting offsets in the order a text sort of their names gives."""
-  return sorted(range(0, size, piece_size), key=str)
-
-
-def _joined_extents(path: str, size: int, piece_size: int) -> list[Extent]:
-  """Where each piece, in offset order, lies in a file joined in name order."""
-  at, where = 0, {}
-  for offset in name_order(size, piece_size):
-    where[offset] = at
-    at += min(piece_size, size - offset)
-  return [Extent(path, where[o], min(piece_size, size - o)) for o in range(0, size, piece_size)]
-
-
-def _piece_sizes(size: int) -> Iterator[int]:
-  """AIHub's 1 GiB first, then every power of two, whole MiB and whole MB from
-  4 GiB down to 1 MiB that gives more than one order (a join of pieces whose
-  names sort as numbers is no mistake)."""
-  seen: set[int] = set()
-  candidates = [1 << 30, *(1 << k for k in range(32, 19, -1)), *range(_MAX_PIECE, _MIN_PIECE - 1, -(1 << 20)),
-                *range(_MAX_PIECE // 1_000_000 * 1_000_000, _MIN_PIECE, -1_000_000)]
-  for piece_size in candidates:
-    last = (size - 1) // piece_size * piece_size
-    if piece_size in seen or piece_size >= size or len(str(last)) == len(str(piece_size)):
-      continue
-    seen.add(piece_size)
-    yield piece_size
-
-
 def _end_record_at(path: str, size: int, piece_size: int) -> int:
   """Where the end record (without a comment) lies in a name-order join of this piece size."""
-  offsets = name_order(size, piece_size)
+  offsets = pieced.text_order(size, piece_size)
   last = offsets.index((size - 1) // piece_size * piece_size)
-  return size - _EOCD.size - (len(offsets) - 1 - last) * piece_size
+  return size - zips.END.size - (len(offsets) - 1 - last) * piece_size
 
 
 @functools.lru_cache(maxsize=256)
@@ -435,26 +283,31 @@ def _examine(path: str, size: int, mtime_ns: int) -> Archive | str | None:
   name-order join, else why it cannot be read (a `DownloadError` message
   when it is the download cut short)."""
   with open(path, "rb") as f:
-    problem = zip_members(f, size, _CHECKED_GROUP_MEMBERS)
+    problem = zips.members(f, size, decode_name, _CHECKED_GROUP_MEMBERS)
     if not isinstance(problem, str):
       return None
-    if _read_at(f, 0, 4) != b"PK\x03\x04":
+    if zips.read_at(f, 0, 4) != zips.LOCAL_SIGNATURE:
       return problem
-    for piece_size in _piece_sizes(size):
-      if _read_at(f, _end_record_at(path, size, piece_size), 4) != b"PK\x05\x06":
+    for piece_size in pieced.piece_sizes(size, _MIN_PIECE, _MAX_PIECE):
+      if zips.read_at(f, _end_record_at(path, size, piece_size), 4) != zips.END_SIGNATURE:
         continue
-      extents = _joined_extents(path, size, piece_size)
-      if _agrees(PiecedFile(extents), size) is None:
+      extents = pieced.joined_in_text_order(path, size, piece_size)
+      if _problem_of(pieced.PiecedFile(extents), size) is None:
         name = os.path.basename(path)
         count = len(extents)
         return Archive(path, tuple(extents), (path,), note=(
-            f"{path} is the download's {count} pieces of {_human(piece_size)} joined in name order "
+            f"{path} is the download's {count} pieces of {pieced.size_in_words(piece_size)} joined in name order "
             f"(as text, {name}.part10737418240 sorts before {name}.part2147483648): its bytes are all there, "
             f"and the build reads it in the right order as it is. Other tools cannot open it; "
             f"`python -m korean_food repair {path}` puts it in order in place (no extra disk)."))
     if _is_download(f, size):
       raise DownloadError(_cut_message(path, "joined", size, _whole_groups(f, size)))
   return problem
+
+
+def forget(path: str) -> None:
+  """Forgets what `examine` learned of files (`path` was changed in place)."""
+  _examine.cache_clear()
 
 
 def examine(path: str) -> Archive | None:
@@ -467,13 +320,6 @@ def examine(path: str) -> Archive | None:
   return found if isinstance(found, Archive) else None
 
 
-def _human(size: int) -> str:
-  for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("GB", 10**9), ("MB", 10**6)):
-    if size % scale == 0:
-      return f"{size // scale} {unit}"
-  return f"{size:,} bytes"
-
-
 def zip_name(location: str) -> str:
   """The name of the zip an `Archive.location` reads: `kfood.zip` for its pieces."""
   name = os.path.basename(location)
@@ -481,14 +327,13 @@ def zip_name(location: str) -> str:
   return match["base"] if match else name
 
 
-def open_archive(location: str) -> str | PiecedFile:
+def open_archive(location: str) -> str | pieced.PiecedFile:
   """The zip named by a file's first location (`Archive.location`, or a zip on
   disk, given back as its path)."""
   if os.path.isfile(location):
     match = PIECE.match(os.path.basename(location))
     if match:
-      pieces = _disk_pieces(os.path.dirname(location))[match["base"]]
-      return PiecedFile([p.extent for p in sorted(pieces, key=lambda p: p.offset)])
+      return pieced.PiecedFile([p.extent for p in _disk_pieces(os.path.dirname(location))[match["base"]]])
     archive = examine(location)
     return archive.open() if archive else location
   tar, member = location, ""
@@ -499,61 +344,5 @@ def open_archive(location: str) -> str | PiecedFile:
   match = PIECE.match(name)
   if not (tar and is_tar(tar) and match):
     raise FileNotFoundError(location)
-  pieces = _tar_pieces(tar)[f"{folder}/{match['base']}" if folder else match["base"]]
-  return PiecedFile([p.extent for p in sorted(pieces, key=lambda p: p.offset)])
-
-
-# ---------------------------------------------------------------------------
-# Repairing a name-order join in place.
-
-_REPAIR_CHUNK = 64 << 20
-
-
-def repair(path: str) -> str:
-  """Puts a name-order join in offset order in place, a chunk at a time: no
-  extra disk, 128 MiB of memory. Stopped midway, the file is in neither order."""
-  archive = examine(path)
-  if archive is None:
-    return f"{path} reads as a zip already: nothing to do."
-  size, piece_size = archive.size, archive.extents[0].size
-  with open(path, "r+b") as f:
-    # The last (short) piece goes to the end: rotate it past the full pieces after it.
-    last = archive.extents[-1]
-    _rotate_left(f, last.offset, size, last.size)
-    # Then the full pieces, all one size, are a permutation: swapped into place one by one.
-    full = [e.offset if e.offset < last.offset else e.offset - last.size for e in archive.extents[:-1]]
-    where = {at: i for i, at in enumerate(full)}  # Position -> the piece now there.
-    for i in range(len(full)):
-      target = i * piece_size
-      if full[i] != target:
-        other = where[target]
-        _swap(f, full[i], target, piece_size)
-        where[full[i]], where[target] = other, i
-        full[other], full[i] = full[i], target
-    f.flush()
-    os.fsync(f.fileno())
-  _examine.cache_clear()
-  return f"{path} is in order: {len(archive.extents)} pieces of {_human(piece_size)}."
-
-
-def _swap(f: IO[bytes], a: int, b: int, size: int) -> None:
-  """Swaps bytes [a, a + size) and [b, b + size), which do not overlap."""
-  for done in range(0, size, _REPAIR_CHUNK):
-    n = min(_REPAIR_CHUNK, size - done)
-    first, second = _read_at(f, a + done, n), _read_at(f, b + done, n)
-    f.seek(a + done)
-    f.write(second)
-    f.seek(b + done)
-    f.write(first)
-
-
-def _rotate_left(f: IO[bytes], start: int, end: int, shift: int) -> None:
-  """Bytes [start, end) rotated left by `shift` (Gries–Mills block swaps)."""
-  left, right = shift, end - start - shift
-  while left and right:
-    if left <= right:
-      _swap(f, start, start + right, left)
-      right -= left
-    else:
-      _swap(f, start, start + left, right)
-      start, left = start + right, left - right
+  key = f"{folder}/{match['base']}" if folder else match["base"]
+  return pieced.PiecedFile([p.extent for p in _tar_pieces(tar)[key]])

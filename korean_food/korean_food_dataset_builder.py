@@ -7,14 +7,13 @@ from collections.abc import Callable
 
 import numpy as np
 import tensorflow_datasets as tfds
-from etils import epath
 
 from korean_food import classes, corpus, download, listing
 from korean_food.listing import CorpusListing
 from photo_datasets.building import builder, generation
 from photo_datasets.building.generation import Example
 from photo_datasets.catalog.build_report import BuildReport
-from photo_datasets.photos import images, records
+from photo_datasets.photos import images
 from photo_datasets.photos.records import Photo
 
 _HOMEPAGE = "https://aihub.or.kr/aihubdata/data/view.do?dataSetSn=79"
@@ -25,7 +24,7 @@ _LICENSE = (
     "published or passed on; every user applies for the corpus on AIHub and downloads it from there.")
 
 
-class Builder(builder.PhotoBuilder):
+class Builder(builder.PhotoBuilder[download.Download]):
   """150 Korean dishes in 27 groups, 150,513 web photos, with crop boxes."""
 
   VERSION = tfds.core.Version("1.1.0")
@@ -78,37 +77,20 @@ class Builder(builder.PhotoBuilder):
         metadata=tfds.core.MetadataDict(),
     )
 
-  def _find_source(self, dl_manager: tfds.download.DownloadManager) -> epath.Path:
-    manual_dir: epath.Path = dl_manager.manual_dir
-    download.find(manual_dir)  # An incomplete download is refused here, before the scan.
-    return manual_dir
+  def _find_source(self, dl_manager: tfds.download.DownloadManager) -> download.Download:
+    return download.locate(dl_manager.manual_dir)  # An incomplete download is refused here, before the scan.
 
-  def _list_source(self, source: epath.Path, report: BuildReport) -> CorpusListing:
+  def _list_source(self, source: download.Download, report: BuildReport) -> CorpusListing:
     return CorpusListing(source, report)
 
-  def _estimate_source(self, source: epath.Path) -> tuple[int, int]:
+  def _estimate_source(self, source: download.Download) -> tuple[int, int]:
     """Image files in the zips and folders, from their directories: no photo is read."""
     files = total = 0
-    for file, _ in corpus.walk(source):
+    for file, _ in corpus.walk(source, archives=source.archives):
       if file.name.lower().endswith(images.IMAGE_SUFFIXES) and not listing.is_junk(file.parts):
         files += 1
         total += file.size
     return files, total
-
-  def _annotate(self, photos: list[Photo], listing: CorpusListing, report: BuildReport) -> list[Photo]:
-    """Gives each photo its crop box, mapped onto the upright image."""
-    boxed = []
-    for photo in photos:
-      pixels = listing.crop_area(photo.folder, photo.file_name.rsplit("/", 1)[-1])
-      if pixels:
-        box = records.photo_box(pixels, photo.check)
-        if box is None:
-          report.counts["bad crop lines"] += 1
-        else:
-          photo = dataclasses.replace(photo, box=box)
-      boxed.append(photo)
-    report.counts["images with a crop box"] = sum(p.box is not None for p in boxed)
-    return boxed
 
   def _series_order(self) -> Callable[[str], int | None]:
     return listing.series_position
@@ -118,7 +100,7 @@ class Builder(builder.PhotoBuilder):
     """The English name of each class, for the build report page."""
     return {c.name: c.english_name for c in classes.food_classes()}
 
-  def _example_maker(self, source: epath.Path) -> _FoodExample:
+  def _example_maker(self, source: download.Download) -> _FoodExample:
     return _FoodExample(self.builder_config.image_size)
 
 

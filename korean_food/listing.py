@@ -20,7 +20,6 @@ Each rule of the corpus has its home here:
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 
@@ -53,21 +52,22 @@ class CorpusListing:
   Each folder's crop file is read before its photos, which carry their boxes.
 
   Args:
-    root: the manual dir, in any layout `corpus.walk` reads.
+    source: the manual dir, in any layout `corpus.walk` reads, with the
+      download's zips found in it.
     report: receives the skips, warnings and counts.
   """
 
-  def __init__(self, root: str | os.PathLike[str], report: BuildReport):
-    self.root, self.report = root, report
+  def __init__(self, source: download.Download, report: BuildReport):
+    self.source, self.report = source, report
     # Class name -> {crop key: (x, y, w, h) in stored pixels}.
     self.crop_areas: dict[str, dict[str, tuple[int, int, int, int]]] = {}
 
   def __iter__(self) -> Iterator[Candidate]:
     report = self.report
     report.counts["bad crop lines"] = 0
-    archives = download.find(self.root)
-    report.warnings += [archive.note for archive in archives if archive.note]
-    for file, read in corpus.walk(self.root, first=lambda name: name.lower() == CROP_FILE, archives=archives):
+    report.warnings += [archive.note for archive in self.source.archives if archive.note]
+    for file, read in corpus.walk(self.source, first=lambda name: name.lower() == CROP_FILE,
+                                  archives=self.source.archives):
       folder = file.parts[-2] if len(file.parts) > 1 else ""
       if file.name.lower() == CROP_FILE:
         parsed = crop_areas.parse_crop_areas(read())

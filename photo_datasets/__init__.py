@@ -4,7 +4,8 @@ The subpackages follow a photo's way from the download to `model.fit`; each
 imports only those below it (`pyproject.toml`'s import-linter contracts):
 
   archives/  what files are made of, with no dataset in it: the zip format
-             (`zips`), a file made of pieces (`pieces`).
+             (`zips`), a file made of pieces (`pieces`), a tar read in place
+             (`tars`).
   photos/    per-photo work, no TensorFlow: where a photo's bytes lie and
              what the scan learned of it (`records`), decode and check
              (`images`), the near-copy hashes (`near_duplicates`), a

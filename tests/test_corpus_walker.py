@@ -15,7 +15,7 @@ import zipfile
 import pytest
 
 import korean_food
-from korean_food import corpus
+from korean_food import corpus, names
 from photo_datasets import testing
 
 GALBI = "구이/갈비구이/Img_000_0000.jpg"
@@ -39,13 +39,13 @@ def test_zip_name_encodings_resolve_to_nfc(tmp_path, encoding, flagged, form):
   # The fixture writes what it claims: the flag, and the raw bytes.
   assert bool(info.flag_bits & 0x800) == flagged
   assert raw == name.encode("utf-8" if encoding.startswith("utf-8") else "cp949")
-  assert corpus.member_name(info) == unicodedata.normalize("NFC", GALBI)
+  assert names.member_name(info) == unicodedata.normalize("NFC", GALBI)
 
 
 def test_raw_name_bytes_try_utf8_then_cp949():
-  assert corpus.decode_name("김치찌개".encode()) == "김치찌개"
-  assert corpus.decode_name("김치찌개".encode("cp949")) == "김치찌개"
-  assert corpus.decode_name(testing.nfd("김치찌개").encode("utf-8")) == "김치찌개"
+  assert names.decode_name("김치찌개".encode()) == "김치찌개"
+  assert names.decode_name("김치찌개".encode("cp949")) == "김치찌개"
+  assert names.decode_name(testing.nfd("김치찌개").encode("utf-8")) == "김치찌개"
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="needs a file system that keeps name bytes")

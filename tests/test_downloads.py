@@ -25,8 +25,9 @@ from typing import NamedTuple
 import pytest
 
 import korean_food
-from korean_food import corpus, download
+from korean_food import corpus, download, names, repair
 from photo_datasets import testing
+from photo_datasets.archives.pieces import Extent
 from photo_datasets.testing import build, read_examples
 
 import benchmark_corpus
@@ -160,7 +161,7 @@ def test_repair_puts_a_name_order_join_in_order_in_place(realistic, tmp_path):
                         cwd=pathlib.Path(korean_food.__file__).parents[1])
   assert "is in order" in done.stdout
   assert joined.read_bytes() == realistic.zip.read_bytes()
-  assert "nothing to do" in download.repair(os.fspath(joined))
+  assert "nothing to do" in repair.repair(os.fspath(joined))
 
 
 # Any piece size from 1 MiB to 4 GiB, not only AIHub's 1 GiB: a power of two, whole MiB, whole MB.
@@ -175,11 +176,11 @@ def test_the_piece_size_of_a_name_order_join_is_worked_out(zip64, expected, tmp_
   assert walked(joined.parent) == expected[zip64]
 
 
-def _true_places(written: list[pathlib.Path], joined: pathlib.Path) -> list[download.Extent]:
+def _true_places(written: list[pathlib.Path], joined: pathlib.Path) -> list[Extent]:
   """Where each piece, in offset order, lies in its name-order join."""
   at, places = 0, {}
   for piece in sorted(written, key=lambda p: p.name):
-    places[piece] = download.Extent(os.fspath(joined), at, os.path.getsize(piece))
+    places[piece] = Extent(os.fspath(joined), at, os.path.getsize(piece))
     at += os.path.getsize(piece)
   return [places[p] for p in written]
 
@@ -205,7 +206,7 @@ def _cut_point(source: Source, group: int) -> tuple[int, list[str]]:
   with zipfile.ZipFile(source.zip) as zf:
     groups = [i for i in zf.infolist() if i.filename.endswith(".zip") and "__MACOSX" not in i.filename]
   cut = groups[group].header_offset + groups[group].compress_size // 2
-  return cut, [corpus.member_name(g) for g in groups[:group]]
+  return cut, [names.member_name(g) for g in groups[:group]]
 
 
 def _assert_cut(error: pytest.ExceptionInfo[download.DownloadError], size: int, whole: list[str]) -> None:

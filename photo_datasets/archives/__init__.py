@@ -1,1 +1,1 @@
-"""What files are made of, with no dataset in it: the zip format, and files made of pieces."""
+"""What files are made of, with no dataset in it: the zip format, files made of pieces, a tar read in place."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import io
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -95,3 +96,46 @@ class PiecedFile(ReadOnlyView):
 
 def whole_file(path: str, size: int) -> PiecedFile:
   return PiecedFile([Extent(path, 0, size)])
+
+
+# A file whose pieces are named by their offsets (`<name>.part<offset>`), joined
+# in the order a text sort of the names gives: `part10737418240` before
+# `part2147483648`, as a shell glob sorts them.
+
+
+def text_order(size: int, piece_size: int) -> list[int]:
+  """The pieces' starting offsets in the order a text sort of their names gives."""
+  return sorted(range(0, size, piece_size), key=str)
+
+
+def joined_in_text_order(path: str, size: int, piece_size: int) -> list[Extent]:
+  """Where each piece, in offset order, lies in the file at `path` joined in text order."""
+  at, where = 0, {}
+  for offset in text_order(size, piece_size):
+    where[offset] = at
+    at += min(piece_size, size - offset)
+  return [Extent(path, where[o], min(piece_size, size - o)) for o in range(0, size, piece_size)]
+
+
+def piece_sizes(size: int, smallest: int, largest: int) -> Iterator[int]:
+  """1 GiB first (the size of the commonest split downloads), then every power
+  of two, whole MiB and whole MB from `largest` down to `smallest` that gives
+  more than one order (a join of pieces whose names sort as numbers is no mistake)."""
+  seen: set[int] = set()
+  candidates = [1 << 30, *(1 << k for k in range(largest.bit_length() - 1, smallest.bit_length() - 2, -1)),
+                *range(largest, smallest - 1, -(1 << 20)),
+                *range(largest // 1_000_000 * 1_000_000, smallest, -1_000_000)]
+  for piece_size in candidates:
+    last = (size - 1) // piece_size * piece_size
+    if piece_size in seen or piece_size >= size or len(str(last)) == len(str(piece_size)):
+      continue
+    seen.add(piece_size)
+    yield piece_size
+
+
+def size_in_words(size: int) -> str:
+  """A piece size as people name it: "1 GiB", "64 MB", else in bytes."""
+  for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("GB", 10**9), ("MB", 10**6)):
+    if size % scale == 0:
+      return f"{size // scale} {unit}"
+  return f"{size:,} bytes"

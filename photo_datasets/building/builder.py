@@ -6,13 +6,15 @@ A dataset subclasses it and provides, besides TFDS's `_info`:
 * `READER`: the `generation.Reader` type that reads a photo back from its
   location (default: plain file paths).
 * `_find_source(dl_manager)`: the folder holding the source (download it, or
-  find it in the manual dir).
+  find it in the manual dir), or a record of what was found there that names
+  the folder (`os.fspath`): the other hooks get it, so it is searched once.
 * `_list_source(source, report)`: an iterable of `records.Candidate`s, every file
-  that may be an image, in location order. Files it rejects outright go into
-  the report (`report.skip`, `report.ignored_files`, `report.warnings`).
-* `_annotate(photos, listing, report)`: optional; the valid photos, sorted by
-  name, with what only the whole listing tells (the crop boxes). `listing` is
-  the object `_list_source` returned, after it was iterated.
+  that may be an image, in location order, each with its crop box where the
+  source gives one (the scan decides the photo's box from it, once). Files it
+  rejects outright go into the report (`report.skip`, `report.ignored_files`,
+  `report.warnings`); a source with crop files counts their bad lines in
+  `report.counts["bad crop lines"]`, to which the scan adds the boxes that lie
+  outside their photo.
 * `_series_order()`: optional; a function giving a file name's place in its
   class's natural order (the order the photos were collected in), or None for
   a name without one: photos close in it that show one scene are a series and
@@ -36,7 +38,7 @@ import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import tensorflow_datasets as tfds
 from absl import logging
@@ -48,6 +50,9 @@ from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, records, splits
 
 CHECKSUMS_DIR = epath.Path(__file__).parent.parent.parent / "checksums"
+# What `_find_source` found: the folder holding the source, or a dataset's own record of it that names the folder
+# (`os.fspath`) and carries what it found there on to the other hooks, so the folder is searched once per build.
+Source = TypeVar("Source", bound=os.PathLike[str])
 
 
 def manual_dir_or_none(dl_manager: tfds.download.DownloadManager) -> epath.Path | None:
@@ -59,7 +64,7 @@ def manual_dir_or_none(dl_manager: tfds.download.DownloadManager) -> epath.Path 
 
 
 # `skip_registration` goes to TFDS's `__init_subclass__`, which mypy cannot see (tfds is untyped).
-class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # type: ignore[call-arg]
+class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_registration=True):  # type: ignore[call-arg]
   """Shared behaviour of the package's image builders.
 
   Args (besides TFDS's):
@@ -79,22 +84,19 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
   _build: _Build  # The build in progress (`download_and_prepare`).
   _built: _Built | None = None  # The build just made, until its page is written.
 
-  def _find_source(self, dl_manager: tfds.download.DownloadManager) -> epath.Path:
+  def _find_source(self, dl_manager: tfds.download.DownloadManager) -> Source:
     raise NotImplementedError
 
-  def _list_source(self, source: epath.Path, report: BuildReport) -> Iterable[records.Candidate]:
+  def _list_source(self, source: Source, report: BuildReport) -> Iterable[records.Candidate]:
     raise NotImplementedError
 
-  def _annotate(self, photos: list[records.Photo], listing: Any, report: BuildReport) -> list[records.Photo]:
-    return photos
-
-  def _example_maker(self, source: epath.Path) -> generation.ExampleMaker:
+  def _example_maker(self, source: Source) -> generation.ExampleMaker:
     raise NotImplementedError
 
   def _series_order(self) -> Callable[[str], int | None] | None:
     return None
 
-  def _estimate_source(self, source: epath.Path) -> tuple[int, int]:
+  def _estimate_source(self, source: Source) -> tuple[int, int]:
     files = total = 0
     for folder, _, names in os.walk(os.fspath(source)):
       for name in names:
@@ -261,7 +263,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     return {name: self._generate_examples(source, group, name)
             for name, group in by_split.items() if group}
 
-  def _generate_examples(self, source: epath.Path, photos: list[records.Photo], split: str) -> Any:
+  def _generate_examples(self, source: Source, photos: list[records.Photo], split: str) -> Any:
     """Examples in location order (each archive opened once)."""
     make = self._example_maker(source)
     photos = sorted(photos, key=lambda p: p.location)
@@ -282,7 +284,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     from photo_datasets.building import beam_generation
     self._build.report.skipped_files += beam_generation.read_skips(self._beam_skips_dir)
 
-  def _scan(self, source: epath.Path, cache_dir: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
+  def _scan(self, source: Source, cache_dir: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
     """Scans `source`, or reuses the saved scan of the same, unchanged files;
     checks the disk space before the conversion starts. Fills the report's
     quality flags from the photos' scores either way."""
@@ -304,7 +306,6 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
       self._build.converted = converted.ConvertedImages(size, self.data_dir)
     photos = scan.scan(listing, report, workers=self.workers, converted=self._build.converted,
                        series_position=self._series_order())
-    photos = self._annotate(photos, listing, report)
     report.quality_flags = build_stats.flag_rows(photos)  # Information only: no photo is left out for a flag.
     if cache:
       scan_cache.save_scan(cache, photos, report)
@@ -322,7 +323,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     if disk.is_local(self._data_dir_root):
       disk.preflight(self._full_name, os.fspath(self._data_dir_root), self._build.needed_bytes)
 
-  def _nothing_usable(self, source: epath.Path) -> str:
+  def _nothing_usable(self, source: Source) -> str:
     report = self._build.report
     examples = "".join([f"\n  {s.file_name}: {s.reason}" for s in report.skipped_files[:10]]
                        + [f"\n  {w}" for w in report.warnings[:10]])

@@ -28,15 +28,14 @@ from photo_datasets.building import parallel
 from photo_datasets.building.converted import ConvertedImages
 from photo_datasets.catalog.build_report import BuildReport, Skipped
 from photo_datasets.photos import images, near_duplicates, quality, series, splits
-from photo_datasets.photos.images import Box
 from photo_datasets.photos.records import Candidate, Photo, class_folder, photo_box
 
 
 @dataclasses.dataclass(frozen=True)
 class _Scanned:
-  photo: Photo
-  image: bytes | None  # Converted from the scan's decode, for `_Inspect.size`.
-  box: Box | None  # The crop box it was converted with.
+  photo: Photo  # With its crop box, decided here once.
+  image: bytes | None  # Converted from the scan's decode (with the photo's crop box), for `_Inspect.size`.
+  crop_outside: bool  # Its crop file's box lies outside the photo: it has none.
   series_features: bytes = b""  # `series.colour_histogram`, where the builder orders its photos.
 
 
@@ -59,16 +58,16 @@ class _Inspect:
       return Skipped(candidate.file_name, str(e))
     scores, moments = quality.measure(pixels)  # From the pixels just decoded: no second decode.
     features = series.colour_histogram(pixels) if self.series else b""
-    photo = Photo(candidate.file_name, candidate.location, splits.content_digest(data), check,
-                  span=candidate.span, nbytes=len(data), quality=scores, moments=moments)
     box = photo_box(candidate.crop, check) if candidate.crop else None
+    photo = Photo(candidate.file_name, candidate.location, splits.content_digest(data), check, box=box,
+                  span=candidate.span, nbytes=len(data), quality=scores, moments=moments)
     image = None
     if self.size and images.encodes_from_scan(check, self.size, box):
       try:
         image = images.encode_image(data, check, size=self.size, box=box, decoded=pixels)
       except Exception:  # Generation converts it again, and reports the failure.
         image = None
-    return _Scanned(photo, image, box, features)
+    return _Scanned(photo, image, bool(candidate.crop) and box is None, features)
 
 
 def _crashed(candidate: Candidate) -> Skipped:
@@ -103,13 +102,17 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
       continue
     photos.append(result.photo)
     features[result.photo.file_name] = result.series_features
+    if result.crop_outside:
+      report.counts["bad crop lines"] = report.counts.get("bad crop lines", 0) + 1
     if converted is not None and result.image is not None:
-      converted.add(result.photo.file_name, result.image, result.box)
+      converted.add(result.photo.file_name, result.image, result.photo.box)
   by_digest = collections.defaultdict(list)
   for photo in photos:
     by_digest[photo.digest].append(photo.file_name)
   report.duplicates = sorted(sorted(group) for group in by_digest.values() if len(group) > 1)
   report.counts["images converted to JPEG"] = sum(not p.check.is_clean_jpeg for p in photos)
+  if "bad crop lines" in report.counts:  # The listing read crop files.
+    report.counts["images with a crop box"] = sum(p.box is not None for p in photos)
   photos = sorted(photos, key=lambda p: p.file_name)
   found: list[list[int]] = []
   if series_position is not None:

@@ -8,10 +8,8 @@ turns them into `Photo`s, generation and the build's statistics read those.
 from __future__ import annotations
 
 import dataclasses
-import os
-import struct
-import zlib
 
+from photo_datasets.archives import zips
 from photo_datasets.photos import images, splits
 
 
@@ -22,12 +20,6 @@ def class_folder(file_name: str) -> str:
 
 Box = images.Box
 PixelBox = tuple[int, int, int, int]  # x, y, width, height in the stored pixels.
-
-
-# A zip member's local header, as far as reading its data needs: signature, ..., name length, extra length.
-ZIP_LOCAL_HEADER = struct.Struct("<4s22xHH")
-ZIP_LOCAL_SIGNATURE = b"PK\x03\x04"
-ZIP_STORED, ZIP_DEFLATED = 0, 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,24 +37,10 @@ class Span:
   crc: int = 0
 
   def read(self) -> bytes:
-    with open(self.path, "rb") as f:
-      if self.zip_method is None:
+    if self.zip_method is None:
+      with open(self.path, "rb") as f:
         return f.read()
-      f.seek(self.offset)
-      signature, name_length, extra_length = ZIP_LOCAL_HEADER.unpack(f.read(ZIP_LOCAL_HEADER.size))
-      if signature != ZIP_LOCAL_SIGNATURE:
-        raise OSError(f"no zip member at offset {self.offset} of {self.path}")
-      f.seek(name_length + extra_length, os.SEEK_CUR)
-      raw = f.read(self.size)
-    if len(raw) != self.size:
-      raise OSError(f"zip member truncated: {len(raw)} of {self.size} bytes")
-    data = raw if self.zip_method == ZIP_STORED else zlib.decompress(raw, -15)
-    if zlib.crc32(data) != self.crc:
-      raise OSError("bad CRC-32 of the zip member (a damaged archive)")
-    return data
-
-
-READABLE_ZIP_METHODS = (ZIP_STORED, ZIP_DEFLATED)
+    return zips.read_member(self.path, self.offset, self.size, self.zip_method, self.crc)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,8 +50,7 @@ class Candidate:
   file_name: str  # Example key and `file_name` feature: "<...>/<class>/<file>".
   location: tuple[str, ...]  # How the builder's reader finds the bytes again.
   data: bytes = b""  # Read by the listing, where `span` is None.
-  # Its crop box, where the listing knows it already (the builder's `_annotate`
-  # has the last word): lets the scan convert a cropped photo too.
+  # Its crop box in stored pixels, from the listing: the scan decides the photo's box from it (`photo_box`).
   crop: PixelBox | None = None
   span: Span | None = None  # Read by the worker that scans it.
 
