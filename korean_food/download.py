@@ -6,43 +6,38 @@ starting byte offset: `kfood.zip.part0`, `kfood.zip.part1073741824`, ...
 What a user holds is then one of:
 
 * the pieces, untarred, at any folder depth: read as one file in offset order;
-* `download.tar` itself: the pieces read at their members' offsets in the tar;
-* `kfood.zip` joined in name (text) order (a shell glob sorts the pieces
-  as text; aihubshell's `sort -V` has been reported to do so on macOS): found from the zip's own
-  structure, its pieces' order worked out, read as it is with a warning that
-  gives the command repairing it in place (`python -m korean_food repair
-  kfood.zip`);
+* `download.tar` itself: the pieces read at their members' offsets in the
+  tar, in whatever order it holds them;
+* `kfood.zip` joined in name (text) order (a shell glob sorts the pieces as
+  text; aihubshell's `sort -V` has been reported to do so on macOS): its
+  pieces' order worked out from its bytes (`name_order`), read as it is with
+  a warning that gives the command repairing it in place (`repair`);
 * a cut transfer (aihubshell joins what arrived even when curl failed), or a
   missing or short piece: refused before any scan (`DownloadError`), naming
-  what is missing and what arrived whole.
+  what is missing and what arrived whole (`incomplete`).
 
-Nothing is joined, extracted or copied; every check reads a few hundred bytes
-per piece or member, so it takes well under a second.
+Nothing is joined, extracted or copied; the checks read a few hundred bytes
+per piece or member (a name-order join of an unusual piece size is read once).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 import os
 import re
 import tarfile
-from collections.abc import Iterable
 
+from korean_food import incomplete, name_order
+from korean_food.incomplete import DOWNLOAD_COMMAND as DOWNLOAD_COMMAND
+from korean_food.incomplete import DownloadError as DownloadError
 from korean_food.names import decode_name
 from photo_datasets.archives import pieces as pieced
 from photo_datasets.archives import tars, zips
 
 PIECE = re.compile(r"^(?P<base>.+\.zip)\.part(?P<offset>\d+)$", re.IGNORECASE)
-DOWNLOAD_COMMAND = "aihubshell -mode d -datasetkey 79 -filekey 50036"
-_MIN_PIECE, _MAX_PIECE = 1 << 20, 4 << 30
-# Local headers checked per zip: all of the download's 27, a sample of each group zip's.
-_CHECKED_MEMBERS, _CHECKED_GROUP_MEMBERS = 1000, 64
 
 
-class DownloadError(ValueError):
-  """The download is incomplete: refused before the scan, saying what to do."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,145 +81,69 @@ def locate(root: str | os.PathLike[str]) -> Download:
   return Download(os.fspath(root), tuple(find(root)))
 
 
-def _is_download(f: zips.Seekable, size: int) -> bool:
-  """A zip of zips, as kfood.zip holds the 27 group zips (a cut group zip is no download)."""
-  members = itertools.islice(zips.local_members(f, size, decode_name), 1000)
-  return any(name.lower().endswith(".zip") for name, _, _ in members)
 
 
-def _problem_of(f: zips.Seekable, size: int) -> str | None:
-  """None when the zip's directory agrees with its bytes, its group zips' own
-  included (each piece of the download holds some of their records)."""
-  return zips.nested_problem(f, size, decode_name, _CHECKED_MEMBERS, _CHECKED_GROUP_MEMBERS)
 
 
-def _reads(f: zips.Seekable, size: int) -> bool:
-  """A group zip whose directory agrees with its bytes."""
-  return isinstance(zips.members(f, size, decode_name, _CHECKED_GROUP_MEMBERS), list)
 
 
-def _whole_groups(f: zips.Seekable, size: int) -> list[str]:
-  """The group zips of a cut download whose every byte arrived."""
-  whole = []
-  for name, start, csize in zips.local_members(f, size, decode_name):
-    if start + csize > size:
-      break
-    if name.lower().endswith(".zip") and _reads(zips.Slice(f, start), csize):
-      whole.append(name.rsplit("/", 1)[-1])
-  return whole
 
 
 # ---------------------------------------------------------------------------
 # Pieces, on disk or in a tar.
 
 
-@dataclasses.dataclass(frozen=True)
-class _Piece:
-  name: str  # As the user sees it: a path on disk, or `<tar>/<member>`.
-  offset: int  # From its name.
-  extent: pieced.Extent
 
 
-def _check_pieces(base: str, pieces: list[_Piece]) -> None:
-  """Each piece (in offset order) starts where the one before it ended; else name what is missing or short."""
-  piece_size = pieces[0].extent.size if len(pieces) > 1 else 0
-  problems, bad = [], set()
-  expected = 0
-  for i, piece in enumerate(pieces):
-    while expected < piece.offset:  # Pieces missing before this one.
-      end = min(expected + piece_size, piece.offset) if piece_size else piece.offset
-      problems.append(f"{base}.part{expected} (bytes {expected:,}–{end - 1:,}) is missing")
-      expected = end
-    if piece.offset < expected:
-      problems.append(f"{piece.name} overlaps the piece before it (it starts at byte {piece.offset:,}, "
-                      f"the one before ends at byte {expected - 1:,})")
-      bad.add(piece.name)
-    following = pieces[i + 1].offset if i + 1 < len(pieces) else None
-    should = min(piece_size, following - piece.offset) if following is not None else None
-    if should is not None and piece.extent.size < should:
-      problems.append(f"{piece.name} is short: {piece.extent.size:,} of its {should:,} bytes "
-                      f"(bytes {piece.offset:,}–{piece.offset + should - 1:,})")
-      bad.add(piece.name)
-      expected = piece.offset + should
-    else:
-      expected = piece.offset + piece.extent.size
-  if problems:
-    fine = len(pieces) - len(bad)
-    raise DownloadError(
-        f"The download of {base} is incomplete: " + "; ".join(problems)
-        + f". The other {fine} pieces are fine. Download the missing or short pieces again "
-        f"({DOWNLOAD_COMMAND}, or AIHub's API), then build again.")
 
 
-def _archive(location: str, base: str, pieces: list[_Piece], covers: tuple[str, ...]) -> Archive:
-  _check_pieces(base, pieces)
+def _archive(location: str, base: str, pieces: list[incomplete.Piece], covers: tuple[str, ...]) -> Archive:
+  incomplete.check_pieces(base, pieces)
   archive = Archive(location, tuple(p.extent for p in pieces), covers)
-  _check_whole(archive, base, f"{len(pieces)} pieces in {os.path.dirname(location)}")
+  incomplete.check_whole(archive.extents, base, f"{len(pieces)} pieces in {os.path.dirname(location)}")
   return archive
 
 
-@functools.lru_cache(maxsize=16)
-def _problem(extents: tuple[pieced.Extent, ...], stamps: tuple[tuple[int, int], ...]) -> str | None:
-  """`_agrees` of the extents read as one file, once per state of the files (`stamps`)."""
-  with pieced.PiecedFile(list(extents)) as f:
-    return _problem_of(f, f.size)
 
 
-def _stamps(paths: Iterable[str]) -> tuple[tuple[int, int], ...]:
-  return tuple((os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in paths)
 
 
-def _check_whole(archive: Archive, name: str, form: str) -> None:
-  problem = _problem(archive.extents, _stamps(sorted({e.path for e in archive.extents})))
-  if problem is None:
-    return
-  if problem.startswith("no end record"):
-    with archive.open() as f:
-      raise DownloadError(_cut_message(name, form, archive.size, _whole_groups(f, archive.size)))
-  raise DownloadError(f"{name} ({form}, {archive.size:,} bytes): the pieces fit by their names, but the zip "
-                      f"does not: {problem}. Download it again ({DOWNLOAD_COMMAND}).")
 
 
-def _cut_message(name: str, form: str, size: int, whole: list[str]) -> str:
-  arrived = (f"The group zips that arrived whole: {', '.join(whole)} ({len(whole)} of 27)."
-             if whole else "No group zip arrived whole.")
-  return (f"{name} ({form}) ends at {size:,} bytes without the zip's end record: the transfer was cut "
-          f"(the whole kfood.zip is about 16 GB). Download it again ({DOWNLOAD_COMMAND}); if you "
-          f"called AIHub's API yourself and kept download.tar, `curl -C -` with the same request "
-          f"continues it where it stopped, if the server allows. {arrived}")
 
 
-def _in_offset_order(groups: dict[str, list[_Piece]]) -> dict[str, list[_Piece]]:
+def _in_offset_order(groups: dict[str, list[incomplete.Piece]]) -> dict[str, list[incomplete.Piece]]:
   """Each zip's pieces in offset order: the one place they are ordered."""
   return {base: sorted(pieces, key=lambda p: p.offset) for base, pieces in sorted(groups.items())}
 
 
-def _disk_pieces(folder: str) -> dict[str, list[_Piece]]:
+def _disk_pieces(folder: str) -> dict[str, list[incomplete.Piece]]:
   """The pieces in `folder` by zip name, in offset order."""
-  groups: dict[str, list[_Piece]] = {}
+  groups: dict[str, list[incomplete.Piece]] = {}
   for name in os.listdir(folder):
     match = PIECE.match(name)
     path = os.path.join(folder, name)
     if match and os.path.isfile(path):
       groups.setdefault(match["base"], []).append(
-          _Piece(path, int(match["offset"]), pieced.Extent(path, 0, os.path.getsize(path))))
+          incomplete.Piece(path, int(match["offset"]), pieced.Extent(path, 0, os.path.getsize(path))))
   return _in_offset_order(groups)
 
 
-def _tar_pieces(path: str) -> dict[str, list[_Piece]]:
+def _tar_pieces(path: str) -> tuple[dict[str, list[incomplete.Piece]], tars.Cut | None]:
   """Pieces in the tar by `<folder>/<base>`, in offset order, each read at its
-  member's offset. A member cut short by the end of the file keeps the bytes that are there."""
-  size = os.path.getsize(path)
-  groups: dict[str, list[_Piece]] = {}
-  with tarfile.open(path, "r:") as tar:
-    for member in tars.members(tar):
-      folder, _, name = member.name.rpartition("/")
-      match = PIECE.match(name)
-      if match and member.isfile():
-        key = f"{folder}/{match['base']}" if folder else match["base"]
-        groups.setdefault(key, []).append(_Piece(f"{path}/{member.name}", int(match["offset"]),
-                                                 tars.extent(path, member, size)))
-  return _in_offset_order(groups)
+  member's offset, whatever the members' order; and where the tar stops if it was cut."""
+  members, cut = tars.read(path)
+  groups: dict[str, list[incomplete.Piece]] = {}
+  for member in members:
+    folder, _, name = member.name.rpartition("/")
+    match = PIECE.match(name)
+    if match and member.isfile():
+      key = f"{folder}/{match['base']}" if folder else match["base"]
+      extent = tars.extent(path, member, cut.tar_size if cut else member.offset_data + member.size)
+      groups.setdefault(key, []).append(incomplete.Piece(f"{path}/{member.name}", int(match["offset"]), extent))
+  return _in_offset_order(groups), cut
+
+
 
 
 def is_tar(name: str) -> bool:
@@ -251,7 +170,10 @@ def find(root: str | os.PathLike[str]) -> list[Archive]:
         else:
           plain.setdefault((name.lower(), os.path.getsize(path)), path)
       elif is_tar(name) and tarfile.is_tarfile(path):
-        for group, pieces in _tar_pieces(path).items():
+        groups, cut = _tar_pieces(path)
+        if cut:
+          raise incomplete.cut_tar(path, groups, cut)
+        for group, pieces in groups.items():
           from_pieces.append(_archive(pieces[0].name, group.rsplit("/", 1)[-1], pieces, (path,)))
   read: dict[tuple[str, int], str] = dict(plain)
   kept = []
@@ -270,11 +192,18 @@ def find(root: str | os.PathLike[str]) -> list[Archive]:
 # A zip joined in name order, or cut.
 
 
-def _end_record_at(path: str, size: int, piece_size: int) -> int:
-  """Where the end record (without a comment) lies in a name-order join of this piece size."""
-  offsets = pieced.text_order(size, piece_size)
-  last = offsets.index((size - 1) // piece_size * piece_size)
-  return size - zips.END.size - (len(offsets) - 1 - last) * piece_size
+
+
+
+
+
+
+
+
+
+
+
+
 
 
 @functools.lru_cache(maxsize=256)
@@ -283,25 +212,16 @@ def _examine(path: str, size: int, mtime_ns: int) -> Archive | str | None:
   name-order join, else why it cannot be read (a `DownloadError` message
   when it is the download cut short)."""
   with open(path, "rb") as f:
-    problem = zips.members(f, size, decode_name, _CHECKED_GROUP_MEMBERS)
+    problem = zips.members(f, size, decode_name, incomplete.CHECKED_GROUP_MEMBERS)
     if not isinstance(problem, str):
       return None
     if zips.read_at(f, 0, 4) != zips.LOCAL_SIGNATURE:
       return problem
-    for piece_size in pieced.piece_sizes(size, _MIN_PIECE, _MAX_PIECE):
-      if zips.read_at(f, _end_record_at(path, size, piece_size), 4) != zips.END_SIGNATURE:
-        continue
-      extents = pieced.joined_in_text_order(path, size, piece_size)
-      if _problem_of(pieced.PiecedFile(extents), size) is None:
-        name = os.path.basename(path)
-        count = len(extents)
-        return Archive(path, tuple(extents), (path,), note=(
-            f"{path} is the download's {count} pieces of {pieced.size_in_words(piece_size)} joined in name order "
-            f"(as text, {name}.part10737418240 sorts before {name}.part2147483648): its bytes are all there, "
-            f"and the build reads it in the right order as it is. Other tools cannot open it; "
-            f"`python -m korean_food repair {path}` puts it in order in place (no extra disk)."))
-    if _is_download(f, size):
-      raise DownloadError(_cut_message(path, "joined", size, _whole_groups(f, size)))
+    joined = name_order.find_join(f, path, size)
+    if joined:
+      return Archive(path, tuple(joined[0]), (path,), note=joined[1])
+    if incomplete.is_download(f, size):
+      raise incomplete.DownloadError(incomplete.cut_message(path, "joined", size, incomplete.whole_groups(f, size)))
   return problem
 
 
@@ -345,4 +265,4 @@ def open_archive(location: str) -> str | pieced.PiecedFile:
   if not (tar and is_tar(tar) and match):
     raise FileNotFoundError(location)
   key = f"{folder}/{match['base']}" if folder else match["base"]
-  return pieced.PiecedFile([p.extent for p in _tar_pieces(tar)[key]])
+  return pieced.PiecedFile([p.extent for p in _tar_pieces(tar)[0][key]])

@@ -13,6 +13,7 @@ The end of the module builds each form and compares the examples.
 
 from __future__ import annotations
 
+import itertools
 import os
 import pathlib
 import shutil
@@ -27,6 +28,7 @@ import pytest
 import korean_food
 from korean_food import corpus, download, names, repair
 from photo_datasets import testing
+from photo_datasets.archives import pieces as pieced
 from photo_datasets.archives.pieces import Extent
 from photo_datasets.testing import build, read_examples
 
@@ -147,7 +149,7 @@ def test_a_name_order_join_is_read_in_order_with_a_warning(source, expected, tmp
   (archive,) = download.find(manual)
   assert "joined in name order" in archive.note
   assert f"python -m korean_food repair {manual / 'kfood.zip'}" in archive.note
-  assert _runs(archive.extents) == _runs(_true_places(written, manual / "kfood.zip"))
+  assert pieced.runs(archive.extents) == pieced.runs(_true_places(written, manual / "kfood.zip"))
   assert walked(manual) == expected[source]
 
 
@@ -172,7 +174,7 @@ def test_the_piece_size_of_a_name_order_join_is_worked_out(zip64, expected, tmp_
   joined.parent.mkdir()
   testing.join_in_name_order(written, joined)
   (archive,) = download.find(joined.parent)
-  assert _runs(archive.extents) == _runs(_true_places(written, joined))
+  assert pieced.runs(archive.extents) == pieced.runs(_true_places(written, joined))
   assert walked(joined.parent) == expected[zip64]
 
 
@@ -183,18 +185,6 @@ def _true_places(written: list[pathlib.Path], joined: pathlib.Path) -> list[Exte
     places[piece] = Extent(os.fspath(joined), at, os.path.getsize(piece))
     at += os.path.getsize(piece)
   return [places[p] for p in written]
-
-
-def _runs(extents) -> list[tuple[int, int]]:
-  """The extents with touching ones merged: (start, end) in the file, in reading order.
-  Two piece sizes may give the same order of bytes (2 MiB pieces and 1 MiB ones, say)."""
-  runs: list[tuple[int, int]] = []
-  for e in extents:
-    if runs and runs[-1][1] == e.offset:
-      runs[-1] = (runs[-1][0], e.offset + e.size)
-    else:
-      runs.append((e.offset, e.offset + e.size))
-  return runs
 
 
 # ---------------------------------------------------------------------------
@@ -245,7 +235,70 @@ def test_cut_pieces_and_a_cut_tar_are_refused(source, tmp_path):
   os.truncate(tar, data_start + cut - _offset(last))
   with pytest.raises(download.DownloadError) as error:
     download.find(tar.parent)
-  _assert_cut(error, cut, whole)
+  message = str(error.value)
+  ends = data_start + cut - _offset(last)
+  assert f"{tar} is cut: it ends at byte {ends:,}, in its member 21.한국음식/{last.name}" in message
+  assert download.DOWNLOAD_COMMAND in message and "curl -C -" in message
+  assert f"arrived whole: {', '.join(whole)} ({len(whole)} of 27)" in message
+
+
+# AIHub's tar in any member order: offset order, name order (as a tool that sorts names writes it), and the order
+# of a plain `tar -cf` of a folder (the directory's order).
+@pytest.mark.parametrize("order", ["offset", "name", "shuffled"])
+def test_a_cut_tar_is_named_as_cut_whatever_its_members_order(realistic, tmp_path, order):
+  written = pieces(realistic, tmp_path / "21.한국음식")
+  members = {"offset": written, "name": sorted(written, key=lambda p: p.name),
+             "shuffled": sorted(written, key=lambda p: hash(p.name) % 97)}[order]
+  tar = tmp_path / "manual" / "download.tar"
+  tar.parent.mkdir()
+  testing.write_tar(members, tar, "21.한국음식")
+  stop = members[len(members) // 2]  # The tar ends halfway through this member's data.
+  with tarfile.open(tar, "r:") as opened:
+    data_start = next(m.offset_data for m in opened if m.name.endswith("/" + stop.name))
+  os.truncate(tar, data_start + 1000)
+  with pytest.raises(download.DownloadError) as error:
+    download.find(tar.parent)
+  message = str(error.value)
+  assert (f"{tar} is cut: it ends at byte {data_start + 1000:,}, in its member 21.한국음식/{stop.name} "
+          f"(1,000 of its {stop.stat().st_size:,} bytes)") in message
+  arrived = [p.name for p in sorted(members[:len(members) // 2], key=_offset)]
+  assert f"The pieces that arrived whole: {', '.join(arrived)} ({len(arrived)})." in message
+  assert "missing" not in message and "curl -C -" in message  # Real pieces only, and the resume hint.
+
+
+def test_a_tar_cut_in_a_header_is_named_as_cut(realistic, tmp_path):
+  written = pieces(realistic, tmp_path / "21.한국음식")
+  tar = tmp_path / "manual" / "download.tar"
+  tar.parent.mkdir()
+  testing.write_tar(written, tar, "21.한국음식")
+  with tarfile.open(tar, "r:") as opened:
+    header = next(m.offset for m in opened if m.name.endswith("/" + written[3].name))
+  os.truncate(tar, header + 100)
+  with pytest.raises(download.DownloadError, match=rf"is cut: it ends at byte {header + 100:,}, in the header "
+                                                   rf"after 21.한국음식/{written[2].name}"):
+    download.find(tar.parent)
+
+
+# A join in name order of pieces of any size, 1 MiB and smaller included: found from the bytes, and named
+# with the user's own piece names and size.
+@pytest.mark.parametrize("piece_size", [1 << 20, 256 << 10, 300_000])
+def test_a_name_order_join_of_small_pieces_is_found_and_named_as_it_arrived(realistic, expected, tmp_path,
+                                                                           piece_size):
+  written = testing.write_pieces(realistic.zip, tmp_path / "pieces", piece_size)
+  joined = tmp_path / "manual" / "kfood.zip"
+  joined.parent.mkdir()
+  testing.join_in_name_order(written, joined)
+  (archive,) = download.find(joined.parent)
+  assert pieced.runs(archive.extents) == pieced.runs(_true_places(written, joined))
+  assert f"is the download's {len(written)} pieces of {pieced.size_in_words(piece_size)} joined in name order" in (
+      archive.note)
+  by_name = sorted(p.name for p in written)
+  out_of_order = next((a, b) for a, b in itertools.pairwise(by_name)
+                      if _offset(pathlib.Path(a)) > _offset(pathlib.Path(b)))
+  assert f"(as text, {out_of_order[0]} sorts before {out_of_order[1]})" in archive.note
+  assert walked(joined.parent) == expected[realistic]
+  assert "is in order" in repair.repair(os.fspath(joined))
+  assert joined.read_bytes() == realistic.zip.read_bytes()
 
 
 def _offset(piece: pathlib.Path) -> int:

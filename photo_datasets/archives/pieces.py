@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import io
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 
@@ -139,3 +139,38 @@ def size_in_words(size: int) -> str:
     if size % scale == 0:
       return f"{size // scale} {unit}"
   return f"{size:,} bytes"
+
+
+def text_order_sizes(size: int, last_end: int, smallest: int = 512, most_pieces: int = 1 << 20) -> list[int]:
+  """The piece sizes, smallest first, for which a join in text order of a file
+  of `size` bytes ends its last (short) piece at byte `last_end`: the pieces
+  after it in text order are whole, so they fill `size - last_end` bytes."""
+  after = size - last_end
+  if after <= 0:
+    return []
+  found = []
+  for piece_size in _divisors(after):
+    count = -(-size // piece_size)
+    if piece_size < smallest or count > most_pieces or count < 2:
+      continue
+    last = str((count - 1) * piece_size)
+    if sum(str(k * piece_size) > last for k in range(count)) * piece_size == after:
+      found.append(piece_size)
+  return found
+
+
+def _divisors(n: int) -> list[int]:
+  small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+  return sorted(set(small + [n // d for d in small]))
+
+
+def runs(extents: Iterable[Extent]) -> list[tuple[int, int]]:
+  """(start, end) of the extents in the file they lie in, in reading order, touching ones merged: two piece
+  sizes that give the same runs read a file the same way."""
+  merged: list[tuple[int, int]] = []
+  for e in extents:
+    if merged and merged[-1][1] == e.offset:
+      merged[-1] = (merged[-1][0], e.offset + e.size)
+    else:
+      merged.append((e.offset, e.offset + e.size))
+  return merged

@@ -58,6 +58,23 @@ def read_at(f: Seekable, offset: int, size: int) -> bytes:
   return f.read(size)
 
 
+def end_records(f: Seekable, size: int, chunk: int = 64 << 20) -> Iterator[int]:
+  """Where each end record in the file ends (after its comment), from the
+  file's end back: where a zip's last byte is when its pieces are out of order."""
+  at = size
+  while at > 0:
+    start = max(0, at - chunk)
+    data = read_at(f, start, min(at + len(END_SIGNATURE) - 1, size) - start)
+    found = data.rfind(END_SIGNATURE)
+    while found >= 0:
+      if start + found < at:  # Those at `at` or later were in the chunk before.
+        record = read_at(f, start + found, END.size)
+        if len(record) == END.size:
+          yield start + found + END.size + END.unpack(record)[-1]
+      found = data.rfind(END_SIGNATURE, 0, found)
+    at = start
+
+
 def members(f: Seekable, size: int, decode: Decode, checked: int) -> list[Member] | str:
   """The members of the zip in `f` (`size` bytes) if its end record, central
   directory and (`checked` of) its local headers agree where a zip has them;
