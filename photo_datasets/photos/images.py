@@ -157,6 +157,9 @@ _PADDING_BYTES = frozenset(b"\x00\xff")
 # Decodes a JPEG may take, each after dropping the padding the last one found: an encoder pads at one or two
 # places (a mix of 0x00 and 0xFF may take a decode more); more is damage.
 _PADDING_PASSES = 5
+# Padding bytes libjpeg may read before it skips the rest: its 64-bit bit buffer (0xFF 0x00 read as 0xFF data).
+# Damage that leads it to read more of the padding as compressed data is damage.
+_READ_AHEAD = 16
 _EXTRANEOUS = re.compile(r"Corrupt JPEG data: (\d+) extraneous bytes before marker 0x([0-9a-f]{2})")
 _RESTARTS = range(0xD0, 0xD8)  # RST0-7: inside a scan's entropy-coded data.
 _STANDALONE = frozenset([0x01, *_RESTARTS])  # Markers with no length field after them.
@@ -172,8 +175,10 @@ def jpeg_padding(data: bytes, warning: str) -> slice | None:
   unread because damage misled the decoder. The marker structure tells them
   apart: the N bytes must lie in a run of padding (0x00 or 0xFF, no other
   byte) just before an MM marker, between header segments or at the end of a
-  scan's entropy-coded data. Damage leaves real compressed data unread, which
-  is no such run; a few arbitrary bytes before a marker are not padding
+  scan's entropy-coded data, and libjpeg must have read no more than
+  `_READ_AHEAD` bytes of the run as compressed data. Damage leaves real
+  compressed data unread, which is no such run, or reads on into the padding
+  to make up for what it misread; a few arbitrary bytes before a marker are not padding
   either (libjpeg skips up to about 3 without a warning: the bits it read
   ahead). docs/troubleshooting.md measures both sides.
   """
@@ -194,7 +199,7 @@ def jpeg_padding(data: bytes, warning: str) -> slice | None:
     skipped, lowest = stop - count, max(run, stop - count - 64)  # 0xFF fill counts nothing: looked for a little.
     while skipped >= lowest and _skipped_bytes(data, skipped, stop) != count:
       skipped -= 1
-    if skipped >= lowest:
+    if skipped >= lowest and skipped - run <= _READ_AHEAD:
       return slice(skipped, stop)
   return None
 
