@@ -113,11 +113,13 @@ def flag_rows(photos: Sequence[Photo]) -> list[dict[str, Any]]:
   Then `PADDED`: each JPEG kept despite padding (`images.jpeg_padding`), its
   score the bytes of padding, most first."""
   median = quality.median_size((p.check.width, p.check.height) for p in photos)
-  rows = [{"file_name": p.file_name, "split": p.split, "label": p.folder, "flag": flag, "score": score}
-          for p in photos for flag, score in quality.flags_of(p.quality, p.check.width, p.check.height, median)]
+  rows: list[dict[str, Any]] = [
+      {"file_name": p.file_name, "split": p.split, "label": p.folder, "flag": flag, "score": score}
+      for p in photos for flag, score in quality.flags_of(p.quality, p.check.width, p.check.height, median)]
   order = {flag: i for i, flag in enumerate(quality.FLAGS)}
-  padded = [{"file_name": p.file_name, "split": p.split, "label": p.folder, "flag": PADDED, "score": p.check.padding}
-            for p in photos if p.check.padding]
+  padded: list[dict[str, Any]] = [
+      {"file_name": p.file_name, "split": p.split, "label": p.folder, "flag": PADDED, "score": p.check.padding}
+      for p in photos if p.check.padding]
   return (sorted(rows, key=lambda r: (order[r["flag"]], r["score"], r["file_name"]))
           + sorted(padded, key=lambda r: (-r["score"], r["file_name"])))
 

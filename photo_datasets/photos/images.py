@@ -170,29 +170,32 @@ def jpeg_padding(data: bytes, warning: str) -> slice | None:
   padding, not damage: the bytes to drop, or None.
 
   The warning is all libjpeg says when it skips bytes it did not expect:
-  either bytes no segment holds (between header segments, or between the end
-  of a scan's compressed data and the next marker), or compressed data left
-  unread because damage misled the decoder. The marker structure tells them
-  apart: the N bytes must lie in a run of padding (0x00 or 0xFF, no other
-  byte) just before an MM marker, between header segments or at the end of a
-  scan's entropy-coded data, and libjpeg must have read no more than
-  `_READ_AHEAD` bytes of the run as compressed data. Damage leaves real
-  compressed data unread, which is no such run, or reads on into the padding
-  to make up for what it misread; a few arbitrary bytes before a marker are not padding
-  either (libjpeg skips up to about 3 without a warning: the bits it read
-  ahead). docs/troubleshooting.md measures both sides.
+  bytes no segment holds, or compressed data left unread because damage
+  misled the decoder. The marker structure (bytes only) tells them apart.
+  Between header segments no decoder reads a byte as a pixel: whatever lies
+  there is kept (an encoder's padding, or what a shortened metadata segment
+  left over). After a scan's entropy-coded data the N bytes must be padding:
+  a run of 0x00 or 0xFF (no other byte) just before an MM marker, of which
+  libjpeg read no more than `_READ_AHEAD` bytes as compressed data. Damage
+  leaves real compressed data unread, which is no such run, or reads on into
+  the padding to make up for what it misread. A few arbitrary bytes at the
+  end of the compressed data are no padding: libjpeg passes the few it read
+  ahead without a warning, and more cannot be told from unread compressed
+  data. docs/troubleshooting.md measures both sides.
   """
   match = _EXTRANEOUS.fullmatch(warning)
   if match is None:
     return None
   count, marker = int(match[1]), int(match[2], 16)
-  for code, start, stop in _marker_gaps(data):
+  for code, start, stop, after_scan in jpeg_marker_gaps(data):
     if code != marker:
       continue
     run = stop
-    while run > start and data[run - 1] in _PADDING_BYTES:
+    while after_scan and run > start and data[run - 1] in _PADDING_BYTES:
       run -= 1
-    if run < stop - 1 and data[run] == 0xFF and data[run + 1] == 0x00:
+    if not after_scan:
+      run = start
+    elif run < stop - 1 and data[run] == 0xFF and data[run + 1] == 0x00:
       run += 2  # FF 00 after compressed data is a compressed 0xFF byte, not padding.
     # The bytes libjpeg skipped: the shortest tail of the run it counts as `count` (the bits it
     # read ahead stay, as when it decoded them).
@@ -219,12 +222,13 @@ def _skipped_bytes(data: bytes, start: int, stop: int) -> int:
   return count
 
 
-def _marker_gaps(data: bytes) -> Iterator[tuple[int, int, int]]:
-  """(marker, start, stop) for each marker of a JPEG's first image, up to its
-  end marker: data[start:stop] are the bytes before the marker that its
-  segments do not account for (entropy-coded data within a scan, where
-  0xFF 0x00 stands for 0xFF); the 0xFF fill bytes before a marker excluded."""
-  position, end = 2, len(data)  # After the start marker.
+def jpeg_marker_gaps(data: bytes) -> Iterator[tuple[int, int, int, bool]]:
+  """(marker, start, stop, after_scan) for each marker of a JPEG's first
+  image, up to its end marker: data[start:stop] are the bytes before the
+  marker that no header segment holds, the 0xFF fill before the marker left
+  out; `after_scan` where they begin with a scan's entropy-coded data (in
+  which 0xFF 0x00 stands for 0xFF)."""
+  position, end, after_scan = 2, len(data), False  # After the start marker.
   while position < end:
     start = at = position
     while True:  # The next marker: 0xFF, any 0xFF fill, then a code other than 0x00.
@@ -240,12 +244,13 @@ def _marker_gaps(data: bytes) -> Iterator[tuple[int, int, int]]:
         break
       at = code_at + 1
     code = data[code_at]
-    yield code, start, at
+    yield code, start, at, after_scan
     if code == 0xD9:
       return
     position = code_at + 1
     if code not in _STANDALONE:
       position += int.from_bytes(data[position:position + 2], "big")
+    after_scan = code == 0xDA or (after_scan and code in _RESTARTS)
 
 
 _PNG_CHUNK = struct.Struct(">I4s")

@@ -52,13 +52,13 @@ from photo_datasets.testing.images import (
     CORPUS_FORMATS as CORPUS_FORMATS,
 )
 from photo_datasets.testing.images import (
+    GREEN as GREEN,
+)
+from photo_datasets.testing.images import (
     PADDING_PLACES as PADDING_PLACES,
 )
 from photo_datasets.testing.images import (
     PADDINGS as PADDINGS,
-)
-from photo_datasets.testing.images import (
-    GREEN as GREEN,
 )
 from photo_datasets.testing.images import (
     RED as RED,
@@ -121,10 +121,10 @@ from photo_datasets.testing.images import (
     rgba_png as rgba_png,
 )
 from photo_datasets.testing.images import (
-    unusual_photos as unusual_photos,
+    two_frame_gif as two_frame_gif,
 )
 from photo_datasets.testing.images import (
-    two_frame_gif as two_frame_gif,
+    unusual_photos as unusual_photos,
 )
 from photo_datasets.testing.images import (
     with_garbage as with_garbage,

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 from PIL import ExifTags, Image, ImageCms, ImageDraw, ImageFilter
 
+from photo_datasets.photos.images import jpeg_marker_gaps
+
 Size = tuple[int, int]  # width, height
 Colour = tuple[int, int, int]
 PathLike = str | os.PathLike[str]
@@ -238,11 +240,16 @@ def unusual_photos(picture: Image.Image) -> dict[str, tuple[bytes, Image.Image]]
   }
 
 
+def _marker_at(data: bytes, code: int) -> int:
+  """The offset of the first `code` marker of a JPEG's first image (not one inside its EXIF thumbnail)."""
+  return next(stop for marker, _, stop, _ in jpeg_marker_gaps(data) if marker == code)
+
+
 # Where encoders pad a JPEG: place -> the offset the padding goes at.
 PADDING_PLACES = {
-    "before_end_marker": lambda data: data.rindex(b"\xff\xd9"),
-    "before_scan": lambda data: data.index(b"\xff\xda"),
-    "between_header_segments": lambda data: data.index(b"\xff\xdb"),
+    "before_end_marker": lambda data: _marker_at(data, 0xD9),
+    "before_scan": lambda data: _marker_at(data, 0xDA),
+    "between_header_segments": lambda data: _marker_at(data, 0xDB),  # The quantisation tables.
     "after_end_marker": len,
 }
 # Padding as encoders write it: name -> bytes.
