@@ -172,13 +172,14 @@ def jpeg_padding(data: bytes, warning: str) -> slice | None:
   The warning is all libjpeg says when it skips bytes it did not expect:
   bytes no segment holds, or compressed data left unread because damage
   misled the decoder. The marker structure (bytes only) tells them apart.
-  Between header segments no decoder reads a byte as a pixel: whatever lies
-  there is kept (an encoder's padding, or what a shortened metadata segment
-  left over). After a scan's entropy-coded data the N bytes must be padding:
-  a run of 0x00 or 0xFF (no other byte) just before an MM marker, of which
-  libjpeg read no more than `_READ_AHEAD` bytes as compressed data. Damage
-  leaves real compressed data unread, which is no such run, or reads on into
-  the padding to make up for what it misread. A few arbitrary bytes at the
+  Between the header segments before the first scan no decoder reads a byte
+  as a pixel: whatever lies there is kept (an encoder's padding, or what a
+  shortened metadata segment left over). From the first scan on, the N bytes
+  must be padding: a run of 0x00 or 0xFF (no other byte) just before an MM
+  marker, of which libjpeg read no more than `_READ_AHEAD` bytes as
+  compressed data. Damage leaves real compressed data unread, which is no
+  such run (also where it broke a later scan's header, and libjpeg skipped
+  the scan), or reads on into the padding to make up for what it misread. A few arbitrary bytes at the
   end of the compressed data are no padding: libjpeg passes the few it read
   ahead without a warning, and more cannot be told from unread compressed
   data. docs/troubleshooting.md measures both sides.
@@ -187,13 +188,13 @@ def jpeg_padding(data: bytes, warning: str) -> slice | None:
   if match is None:
     return None
   count, marker = int(match[1]), int(match[2], 16)
-  for code, start, stop, after_scan in jpeg_marker_gaps(data):
+  for code, start, stop, scanned in jpeg_marker_gaps(data):
     if code != marker:
       continue
     run = stop
-    while after_scan and run > start and data[run - 1] in _PADDING_BYTES:
+    while scanned and run > start and data[run - 1] in _PADDING_BYTES:
       run -= 1
-    if not after_scan:
+    if not scanned:
       run = start
     elif run < stop - 1 and data[run] == 0xFF and data[run + 1] == 0x00:
       run += 2  # FF 00 after compressed data is a compressed 0xFF byte, not padding.
@@ -223,12 +224,12 @@ def _skipped_bytes(data: bytes, start: int, stop: int) -> int:
 
 
 def jpeg_marker_gaps(data: bytes) -> Iterator[tuple[int, int, int, bool]]:
-  """(marker, start, stop, after_scan) for each marker of a JPEG's first
-  image, up to its end marker: data[start:stop] are the bytes before the
-  marker that no header segment holds, the 0xFF fill before the marker left
-  out; `after_scan` where they begin with a scan's entropy-coded data (in
-  which 0xFF 0x00 stands for 0xFF)."""
-  position, end, after_scan = 2, len(data), False  # After the start marker.
+  """(marker, start, stop, scanned) for each marker of a JPEG's first image,
+  up to its end marker: data[start:stop] are the bytes before the marker
+  that no header segment holds (entropy-coded data after a scan's header, in
+  which 0xFF 0x00 stands for 0xFF), the 0xFF fill before the marker left
+  out; `scanned` where a scan began before them."""
+  position, end, scanned = 2, len(data), False  # After the start marker.
   while position < end:
     start = at = position
     while True:  # The next marker: 0xFF, any 0xFF fill, then a code other than 0x00.
@@ -244,13 +245,13 @@ def jpeg_marker_gaps(data: bytes) -> Iterator[tuple[int, int, int, bool]]:
         break
       at = code_at + 1
     code = data[code_at]
-    yield code, start, at, after_scan
+    yield code, start, at, scanned
     if code == 0xD9:
       return
     position = code_at + 1
     if code not in _STANDALONE:
       position += int.from_bytes(data[position:position + 2], "big")
-    after_scan = code == 0xDA or (after_scan and code in _RESTARTS)
+    scanned = scanned or code == 0xDA
 
 
 _PNG_CHUNK = struct.Struct(">I4s")
