@@ -6,6 +6,7 @@ real photos are absent."""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import io
 import pathlib
@@ -18,6 +19,7 @@ from PIL import Image
 
 import korean_food  # noqa: F401  (registers the builder)
 from photo_datasets import testing
+from photo_datasets.catalog import report_page
 from photo_datasets.photos import images
 from photo_datasets.testing import build, read_examples
 
@@ -212,5 +214,7 @@ def test_both_build_orders_skip_every_damaged_file_and_keep_every_valid_one(real
     assert set(skipped) == unusable, (config, {n: skipped.get(n) for n in unusable ^ set(skipped)})
     assert set(read_examples(builder)) == valid | set(unusual), config
     _assert_stored_as_shown(builder, config, unusual)
-    flagged = {row["file_name"] for row in builder.info.metadata["quality_flags"] if row["flag"] == "padded_jpeg"}
+    with open(pathlib.Path(builder.data_dir) / report_page.CSV_NAME, encoding="utf-8", newline="") as f:
+      flagged = {row["file_name"] for row in csv.DictReader(f) if row["flag"] == "padded_jpeg"}
     assert flagged and flagged <= padded, config  # Counted in the report, never silently.
+    assert builder.info.metadata["counts"]["padded JPEGs kept"] == len(flagged), config
