@@ -179,10 +179,11 @@ def jpeg_padding(data: bytes, warning: str) -> slice | None:
   marker, of which libjpeg read no more than `_READ_AHEAD` bytes as
   compressed data. Damage leaves real compressed data unread, which is no
   such run (also where it broke a later scan's header, and libjpeg skipped
-  the scan), or reads on into the padding to make up for what it misread. A few arbitrary bytes at the
-  end of the compressed data are no padding: libjpeg passes the few it read
-  ahead without a warning, and more cannot be told from unread compressed
-  data. docs/troubleshooting.md measures both sides.
+  the scan), or reads on into the padding to make up for what it misread.
+  A few arbitrary bytes at the end of the compressed data are no padding:
+  libjpeg passes the few it read ahead without a warning, and more cannot be
+  told from unread compressed data. docs/troubleshooting.md measures both
+  sides.
   """
   match = _EXTRANEOUS.fullmatch(warning)
   if match is None:
