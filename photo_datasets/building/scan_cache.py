@@ -18,7 +18,7 @@ from photo_datasets.photos import images, near_duplicates
 from photo_datasets.photos.records import Photo, Span
 
 # Bump when the scan learns something new or checks differently.
-_SCAN_FORMAT = 9
+_SCAN_FORMAT = 10
 
 
 def source_fingerprint(root: str) -> str:
@@ -66,13 +66,14 @@ def write_durably(path: str, data: bytes) -> None:
 
 
 def _check_row(check: images.ImageCheck) -> list[object]:
-  *fields, hashes = dataclasses.astuple(check)
-  return [*fields, base64.b64encode(hashes).decode("ascii")]
+  *fields, hashes, padding = dataclasses.astuple(check)
+  return [*fields, base64.b64encode(hashes).decode("ascii"), padding]
 
 
 def _check_of_row(row: list[Any]) -> images.ImageCheck:
-  fmt, mode, width, height, orientation, hashes = row
-  check = images.ImageCheck(fmt, mode, width, height, orientation, base64.b64decode(hashes, validate=True))
+  fmt, mode, width, height, orientation, hashes, padding = row
+  check = images.ImageCheck(fmt, mode, width, height, orientation, base64.b64decode(hashes, validate=True),
+                            int(padding))
   if len(check.hashes) != near_duplicates.HASH_BYTES * len(near_duplicates.REGIONS):
     raise ValueError(f"hashes of {len(check.hashes)} bytes")
   return check

@@ -109,12 +109,23 @@ def metadata(photos_by_split: Mapping[str, Sequence[Photo]], class_names: Sequen
 def flag_rows(photos: Sequence[Photo]) -> list[dict[str, Any]]:
   """`BuildReport.quality_flags`: a row {file_name, split, label, flag, score}
   per flag of each photo, in `FLAGS` order, worst (lowest score) first within
-  a flag, then by file name. odd_size compares with the median of `photos`."""
+  a flag, then by file name. odd_size compares with the median of `photos`.
+  Then `PADDED`: each JPEG kept despite padding (`images.jpeg_padding`), its
+  score the bytes of padding, most first."""
   median = quality.median_size((p.check.width, p.check.height) for p in photos)
-  rows = [{"file_name": p.file_name, "split": p.split, "label": p.folder, "flag": flag, "score": score}
-          for p in photos for flag, score in quality.flags_of(p.quality, p.check.width, p.check.height, median)]
+  rows: list[dict[str, Any]] = [
+      {"file_name": p.file_name, "split": p.split, "label": p.folder, "flag": flag, "score": score}
+      for p in photos for flag, score in quality.flags_of(p.quality, p.check.width, p.check.height, median)]
   order = {flag: i for i, flag in enumerate(quality.FLAGS)}
-  return sorted(rows, key=lambda r: (order[r["flag"]], r["score"], r["file_name"]))
+  padded: list[dict[str, Any]] = [
+      {"file_name": p.file_name, "split": p.split, "label": p.folder, "flag": PADDED, "score": p.check.padding}
+      for p in photos if p.check.padding]
+  return (sorted(rows, key=lambda r: (order[r["flag"]], r["score"], r["file_name"]))
+          + sorted(padded, key=lambda r: (-r["score"], r["file_name"])))
+
+
+# The flag of a JPEG kept despite padding libjpeg warned of: a user may filter on it in quality.csv.
+PADDED = "padded_jpeg"
 
 
 def channel_stats(photos: Iterable[Photo], split: str = "train") -> tuple[list[float], list[float]]:

@@ -26,7 +26,8 @@ over each split with the images left encoded (`SkipDecoding`), only the
 wanted ones kept. A skipped file gets a thumbnail when it is still a file
 under the source folder and something of it decodes.
 
-`quality.csv` holds every flagged photo: file name, split, label, flag, score.
+`quality.csv` holds every flagged photo: file name, split, label, flag, score
+(for `padded_jpeg`, a JPEG kept despite padding, the bytes of padding).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import re
 import struct
 import warnings
 import zlib
+from collections.abc import Iterator
 from typing import cast
 
 import numpy as np
@@ -50,6 +51,7 @@ class ImageCheck:
   height: int
   orientation: int  # EXIF orientation tag, 1 when absent.
   hashes: bytes  # Perceptual hashes of the upright pixels (`near_duplicates.photo_hashes`).
+  padding: int = 0  # Bytes of JPEG padding tolerated (`jpeg_padding`); reported, never silent.
 
   @property
   def stored_size(self) -> tuple[int, int]:
@@ -101,8 +103,9 @@ _TOLERATED_JPEG_WARNINGS = re.compile(r"ICC|JFIF revision|Adobe|Invalid SOS para
 _STRICT_JPEG_MODES = {"RGB": "RGB", "L": "GRAY"}
 
 
-def check_pixel_data(data: bytes, fmt: str) -> None:
-  """What PIL lets pass in the compressed pixels; raises `BadImage`.
+def check_pixel_data(data: bytes, fmt: str) -> int:
+  """What PIL lets pass in the compressed pixels; raises `BadImage`, or
+  returns the bytes of JPEG padding tolerated (`jpeg_padding`).
 
   PIL decodes a JPEG whose entropy-coded data is damaged without a word
   (libjpeg only warns, and fills in grey or garbage): `strict_jpeg_pixels`
@@ -114,27 +117,142 @@ def check_pixel_data(data: bytes, fmt: str) -> None:
   docs/troubleshooting.md.
   """
   if fmt in ("JPEG", "MPO"):
-    strict_jpeg_pixels(data, "GRAY", (1, 1))
-  elif fmt == "PNG":
+    return strict_jpeg_pixels(data, "GRAY", (1, 1))[1]
+  if fmt == "PNG":
     _check_png_crcs(data)
+  return 0
 
 
-def strict_jpeg_pixels(data: bytes, colorspace: str, size: tuple[int, int]) -> np.ndarray | None:
+def strict_jpeg_pixels(data: bytes, colorspace: str, size: tuple[int, int]) -> tuple[np.ndarray | None, int]:
   """A JPEG's pixels decoded by libjpeg-turbo at the smallest DCT scale that
   leaves at least `size` (width, height), with every warning about the
-  compressed data an error (`BadImage`). None where libjpeg warned about
-  metadata only (`_TOLERATED_JPEG_WARNINGS`): the pixels are whole, and the
-  caller decodes them without warnings (simplejpeg gives none then)."""
-  try:
-    pixels: np.ndarray = simplejpeg.decode_jpeg(data, colorspace=colorspace, strict=True,
-                                                min_width=size[0], min_height=size[1])
-  except ValueError as e:
-    if "Premature end of JPEG file" in str(e):  # Worded as PIL words it, for the skip reasons.
-      raise BadImage(f"cannot decode JPEG: image file is truncated ({e})") from None
-    if not _TOLERATED_JPEG_WARNINGS.search(str(e)):
-      raise BadImage(f"damaged JPEG data: {e}") from None
+  compressed data an error (`BadImage`), except padding (`jpeg_padding`);
+  and the number of padding bytes tolerated. The pixels are None where libjpeg
+  warned about metadata only (`_TOLERATED_JPEG_WARNINGS`): they are whole, and
+  the caller decodes them without warnings (simplejpeg gives none then)."""
+  padding = 0
+  for _ in range(_PADDING_PASSES):
+    try:
+      pixels: np.ndarray = simplejpeg.decode_jpeg(data, colorspace=colorspace, strict=True,
+                                                  min_width=size[0], min_height=size[1])
+    except ValueError as e:
+      if "Premature end of JPEG file" in str(e):  # Worded as PIL words it, for the skip reasons.
+        raise BadImage(f"cannot decode JPEG: image file is truncated ({e})") from None
+      if _TOLERATED_JPEG_WARNINGS.search(str(e)):
+        return None, padding
+      place = jpeg_padding(data, str(e))
+      if place is None:
+        raise BadImage(f"damaged JPEG data: {e}") from None
+      # Decoded again without it: the rest of the file is checked, and the pixels are those decoded
+      # with the padding (libjpeg read no pixels from it).
+      data = data[:place.start] + data[place.stop:]
+      padding += place.stop - place.start
+      continue
+    return pixels, padding
+  raise BadImage(f"damaged JPEG data: extraneous bytes still found after {_PADDING_PASSES} decodes")
+
+
+# Padding: what encoders write outside the compressed pixels (zeros, or 0xFF fill).
+_PADDING_BYTES = frozenset(b"\x00\xff")
+# Decodes a JPEG may take, each after dropping the padding the last one found: an encoder pads at one or two
+# places (a mix of 0x00 and 0xFF may take a decode more); more is damage.
+_PADDING_PASSES = 5
+# Padding bytes libjpeg may read before it skips the rest: its 64-bit bit buffer (0xFF 0x00 read as 0xFF data).
+# Damage that leads it to read more of the padding as compressed data is damage.
+_READ_AHEAD = 16
+_EXTRANEOUS = re.compile(r"Corrupt JPEG data: (\d+) extraneous bytes before marker 0x([0-9a-f]{2})")
+_RESTARTS = range(0xD0, 0xD8)  # RST0-7: inside a scan's entropy-coded data.
+_STANDALONE = frozenset([0x01, *_RESTARTS])  # Markers with no length field after them.
+
+
+def jpeg_padding(data: bytes, warning: str) -> slice | None:
+  """Where libjpeg's `warning` "N extraneous bytes before marker 0xMM" found
+  padding, not damage: the bytes to drop, or None.
+
+  The warning is all libjpeg says when it skips bytes it did not expect:
+  bytes no segment holds, or compressed data left unread because damage
+  misled the decoder. The marker structure (bytes only) tells them apart.
+  Between the header segments before the first scan no decoder reads a byte
+  as a pixel: whatever lies there is kept (an encoder's padding, or what a
+  shortened metadata segment left over). From the first scan on, the N bytes
+  must be padding: a run of 0x00 or 0xFF (no other byte) just before an MM
+  marker, of which libjpeg read no more than `_READ_AHEAD` bytes as
+  compressed data. Damage leaves real compressed data unread, which is no
+  such run (also where it broke a later scan's header, and libjpeg skipped
+  the scan), or reads on into the padding to make up for what it misread.
+  A few arbitrary bytes at the end of the compressed data are no padding:
+  libjpeg passes the few it read ahead without a warning, and more cannot be
+  told from unread compressed data. docs/troubleshooting.md measures both
+  sides.
+  """
+  match = _EXTRANEOUS.fullmatch(warning)
+  if match is None:
     return None
-  return pixels
+  count, marker = int(match[1]), int(match[2], 16)
+  for code, start, stop, scanned in jpeg_marker_gaps(data):
+    if code != marker:
+      continue
+    run = stop
+    while scanned and run > start and data[run - 1] in _PADDING_BYTES:
+      run -= 1
+    if not scanned:
+      run = start
+    elif run < stop - 1 and data[run] == 0xFF and data[run + 1] == 0x00:
+      run += 2  # FF 00 after compressed data is a compressed 0xFF byte, not padding.
+    # The bytes libjpeg skipped: the shortest tail of the run it counts as `count` (the bits it
+    # read ahead stay, as when it decoded them).
+    skipped, lowest = stop - count, max(run, stop - count - 64)  # 0xFF fill counts nothing: looked for a little.
+    while skipped >= lowest and _skipped_bytes(data, skipped, stop) != count:
+      skipped -= 1
+    if skipped >= lowest and skipped - run <= _READ_AHEAD:
+      return slice(skipped, stop)
+  return None
+
+
+def _skipped_bytes(data: bytes, start: int, stop: int) -> int:
+  """How many of data[start:stop] libjpeg counts as extraneous: every byte,
+  but 0xFF fill before a marker or before 0x00 (0xFF 0x00 counts 2)."""
+  count, at = 0, start
+  while at < stop:
+    if data[at] != 0xFF:
+      count, at = count + 1, at + 1
+      continue
+    while at < stop and data[at] == 0xFF:
+      at += 1
+    if at < stop:  # 0x00 after the fill.
+      count, at = count + 2, at + 1
+  return count
+
+
+def jpeg_marker_gaps(data: bytes) -> Iterator[tuple[int, int, int, bool]]:
+  """(marker, start, stop, scanned) for each marker of a JPEG's first image,
+  up to its end marker: data[start:stop] are the bytes before the marker
+  that no header segment holds (entropy-coded data after a scan's header, in
+  which 0xFF 0x00 stands for 0xFF), the 0xFF fill before the marker left
+  out; `scanned` where a scan began before them."""
+  position, end, scanned = 2, len(data), False  # After the start marker.
+  while position < end:
+    start = at = position
+    while True:  # The next marker: 0xFF, any 0xFF fill, then a code other than 0x00.
+      at = data.find(b"\xff", at)
+      if at < 0:
+        return
+      code_at = at + 1
+      while code_at < end and data[code_at] == 0xFF:
+        code_at += 1
+      if code_at >= end:
+        return
+      if data[code_at] != 0x00:
+        break
+      at = code_at + 1
+    code = data[code_at]
+    yield code, start, at, scanned
+    if code == 0xD9:
+      return
+    position = code_at + 1
+    if code not in _STANDALONE:
+      position += int.from_bytes(data[position:position + 2], "big")
+    scanned = scanned or code == 0xDA
 
 
 _PNG_CHUNK = struct.Struct(">I4s")
@@ -184,12 +302,12 @@ def decode_and_inspect(data: bytes, strict: bool = True) -> tuple[ImageCheck, Im
     raise BadImage("image has no pixels")
   if fmt in ("JPEG", "MPO"):
     _draft(image, _jpeg_reduction(image.size, SCAN_SIDE, 1.0))
-  array = None
+  array, padding = None, 0
   strict_jpeg = strict and fmt in ("JPEG", "MPO") and mode in _STRICT_JPEG_MODES
   if strict_jpeg:
     # libjpeg-turbo through simplejpeg, strictly, at the scale PIL's draft chose:
     # the same pixels as PIL's decode (both are libjpeg-turbo), with damage an error.
-    array = strict_jpeg_pixels(data, _STRICT_JPEG_MODES[mode], image.size)
+    array, padding = strict_jpeg_pixels(data, _STRICT_JPEG_MODES[mode], image.size)
   if array is not None:
     decoded = Image.fromarray(array[:, :, 0] if array.shape[2] == 1 else array)
     decoded.info = dict(image.info)  # What a re-encoding carries over (its comment), as from PIL's decode.
@@ -204,14 +322,14 @@ def decode_and_inspect(data: bytes, strict: bool = True) -> tuple[ImageCheck, Im
     except Exception as e:
       raise BadImage(f"cannot decode {fmt}: {e}") from None
     if strict and not strict_jpeg:  # A strict JPEG's decode has checked its pixel data already.
-      check_pixel_data(data, fmt)
+      padding = check_pixel_data(data, fmt)
     decoded = image
   orientation = _orientation(image)
   upright = (height, width) if swaps_axes(orientation) else (width, height)
   # The hash comes from the pixels just decoded, upright and as they will be stored.
   pixels = _to_rgb(_upright(decoded, orientation))
   hashes = near_duplicates.photo_hashes(pixels)
-  return ImageCheck(fmt, mode, *upright, orientation, hashes), pixels
+  return ImageCheck(fmt, mode, *upright, orientation, hashes, padding), pixels
 
 
 def _jpeg_reduction(stored: tuple[int, int], size: int, fraction: float) -> int:

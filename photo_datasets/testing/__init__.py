@@ -55,6 +55,12 @@ from photo_datasets.testing.images import (
     GREEN as GREEN,
 )
 from photo_datasets.testing.images import (
+    PADDING_PLACES as PADDING_PLACES,
+)
+from photo_datasets.testing.images import (
+    PADDINGS as PADDINGS,
+)
+from photo_datasets.testing.images import (
     RED as RED,
 )
 from photo_datasets.testing.images import (
@@ -97,10 +103,16 @@ from photo_datasets.testing.images import (
     jpeg as jpeg,
 )
 from photo_datasets.testing.images import (
+    jpeg_forms as jpeg_forms,
+)
+from photo_datasets.testing.images import (
     marked as marked,
 )
 from photo_datasets.testing.images import (
     odd_images as odd_images,
+)
+from photo_datasets.testing.images import (
+    padded as padded,
 )
 from photo_datasets.testing.images import (
     photo as photo,
@@ -110,6 +122,9 @@ from photo_datasets.testing.images import (
 )
 from photo_datasets.testing.images import (
     two_frame_gif as two_frame_gif,
+)
+from photo_datasets.testing.images import (
+    unusual_photos as unusual_photos,
 )
 from photo_datasets.testing.images import (
     with_garbage as with_garbage,

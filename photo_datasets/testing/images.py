@@ -1,6 +1,7 @@
 """Images for the tests: photo-like pictures the builders meet in the real corpora
 (`photo`, `jpeg`, `odd_images`, `broken_files`), the formats the corpus holds and
-damaged copies of them (`CORPUS_FORMATS`, `encoded`, `with_garbage`), and flat-colour
+damaged copies of them (`CORPUS_FORMATS`, `encoded`, `with_garbage`), valid files of
+unusual kinds (`jpeg_forms`, `unusual_photos`) and padded JPEGs (`padded`), and flat-colour
 images (`halves`, `marked`, `half_transparent_png`, `deep_png`): a test can tell
 exactly where each colour must end up after a conversion."""
 
@@ -14,7 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from PIL import ExifTags, Image, ImageDraw, ImageFilter
+from PIL import ExifTags, Image, ImageCms, ImageDraw, ImageFilter
+
+from photo_datasets.photos.images import jpeg_marker_gaps
 
 Size = tuple[int, int]  # width, height
 Colour = tuple[int, int, int]
@@ -175,3 +178,92 @@ def deep_png(left: int = 65535, right: int = 32896, size: Size = (40, 30)) -> by
   pixels[:, : width // 2] = left
   pixels[:, width // 2 :] = right
   return encode(Image.fromarray(pixels), "PNG")
+
+
+# Valid photos of the unusual kinds the corpus may hold, and padded JPEGs: kept, as a decoder shows them.
+
+
+def _saved(image: Image.Image, fmt: str, **options: Any) -> bytes:
+  out = io.BytesIO()
+  image.save(out, format=fmt, **options)
+  return out.getvalue()
+
+
+def _cut_out(image: Image.Image) -> Image.Image:
+  """`image` with an alpha channel: opaque inside an ellipse, half transparent around it."""
+  alpha = Image.new("L", image.size, 96)
+  width, height = image.size
+  ImageDraw.Draw(alpha).ellipse([width // 6, height // 6, width * 5 // 6, height * 5 // 6], fill=255)
+  image = image.copy()
+  image.putalpha(alpha)
+  return image
+
+
+def _on_white(image: Image.Image) -> Image.Image:
+  return Image.alpha_composite(Image.new("RGBA", image.size, WHITE + (255,)), image.convert("RGBA")).convert("RGB")
+
+
+def jpeg_forms(picture: Image.Image) -> dict[str, bytes]:
+  """`picture` as each form of JPEG: baseline, progressive, with restart markers, greyscale, CMYK."""
+  return {
+      "baseline_jpeg": _saved(picture, "JPEG", quality=90),
+      "progressive_jpeg": _saved(picture, "JPEG", quality=90, progressive=True),
+      "restart_markers_jpeg": _saved(picture, "JPEG", quality=90, restart_marker_blocks=8),
+      "greyscale_jpeg": _saved(picture.convert("L"), "JPEG", quality=90),
+      "cmyk_jpeg": _saved(picture.convert("CMYK"), "JPEG", quality=90),
+  }
+
+
+def unusual_photos(picture: Image.Image) -> dict[str, tuple[bytes, Image.Image]]:
+  """Valid files of every unusual kind, made from the RGB `picture`: kind ->
+  (the file, the upright RGB image a viewer shows: the first frame, any alpha
+  over white)."""
+  grey = picture.convert("L")
+  deep = Image.fromarray(np.asarray(grey, np.uint16) * 257)  # 16 bits, the same greys.
+  icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+  flipped = picture.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+  grey_alpha, rgb_alpha = _cut_out(grey.convert("LA")), _cut_out(picture)
+  frames = [picture.quantize(256), flipped.quantize(256)]
+  shown = {kind: (data, grey.convert("RGB") if kind.startswith("grey") else picture)
+           for kind, data in jpeg_forms(picture).items()}
+  shown["cmyk_jpeg"] = (shown["cmyk_jpeg"][0], picture.convert("CMYK").convert("RGB"))
+  return shown | {
+      "icc_profile_jpeg": (_saved(picture, "JPEG", quality=90, icc_profile=icc), picture),
+      "exif_rotated_jpeg": (exif_rotated_jpeg(picture.transpose(Image.Transpose.ROTATE_90), 6, quality=90),
+                            picture),
+      "mpo": (_saved(picture, "MPO", quality=90, save_all=True, append_images=[flipped]), picture),
+      "png_16_bit": (_saved(deep, "PNG"), grey.convert("RGB")),
+      "grey_alpha_png": (_saved(grey_alpha, "PNG"), _on_white(grey_alpha)),
+      "lossless_webp_alpha": (_saved(rgb_alpha, "WEBP", lossless=True), _on_white(rgb_alpha)),
+      "animated_gif": (_saved(frames[0], "GIF", save_all=True, append_images=frames[1:], duration=100, loop=0),
+                       frames[0].convert("RGB")),
+  }
+
+
+def _marker_at(data: bytes, code: int) -> int:
+  """The offset of the first `code` marker of a JPEG's first image (not one inside its EXIF thumbnail)."""
+  return next(stop for marker, _, stop, _ in jpeg_marker_gaps(data) if marker == code)
+
+
+# Where encoders pad a JPEG: place -> the offset the padding goes at.
+PADDING_PLACES = {
+    "before_end_marker": lambda data: _marker_at(data, 0xD9),
+    "before_scan": lambda data: _marker_at(data, 0xDA),
+    "between_header_segments": lambda data: _marker_at(data, 0xDB),  # The quantisation tables.
+    "after_end_marker": len,
+}
+# Padding as encoders write it: name -> bytes.
+PADDINGS = {
+    "zeros_1": b"\0",
+    "zeros_16": bytes(16),
+    "zeros_300": bytes(300),
+    "zeros_4096": bytes(4096),
+    "ff_300": b"\xff" * 300,
+    "zeros_and_ff_64": b"\0\xff" * 32,
+}
+
+
+def padded(data: bytes, place: str, padding: bytes) -> bytes:
+  """The JPEG `data` with `padding` at `place` (`PADDING_PLACES`)."""
+  offset = PADDING_PLACES[place](data)
+  return data[:offset] + padding + data[offset:]
