@@ -15,12 +15,15 @@ Measures, one after the other and each for about `--seconds`:
 * the model's training steps on synthetic uint8 batches of the same shape,
   already on the device Keras computes on (any backend), so no input at all.
 
-Then one verdict: which side limits training, by what factor, and the remedy
-that fits: `cache="memory"` when the whole split fits in half the free memory
-and the cache reads fast enough; else how many tf.data service workers of this
-machine's input rate the model needs (`photo_datasets.data_service`); or a
-smaller stored size. The table and verdict go to stdout (`--json`: one JSON
-object), a progress line per measurement to stderr.
+Each input row gives its wall and CPU microseconds per image (CPU of every
+thread of this process), and a line sums them up: the decode, what training
+adds to it, what the memory cache leaves. Then one verdict: which side
+limits training, by what factor, and the remedy that fits: `cache="memory"`
+when the whole split fits in half the free memory and the cache reads fast
+enough; else how many tf.data service workers of this machine's input rate
+the model needs (`photo_datasets.data_service`); or a smaller stored size.
+The table and verdict go to stdout (`--json`: one JSON object), a progress
+line per measurement to stderr.
 
 The two sides are measured apart: where the model also runs on these CPUs,
 they share the cores during training, and training is slower than either.
@@ -287,11 +290,11 @@ def table(report: dict[str, Any]) -> str:
 def costs(rows: Sequence[dict[str, Any]]) -> list[str]:
   """The per-image CPU costs the rows show, in words: the decode, what training adds, what a cache leaves."""
   cpu = {row["key"]: row.get("cpu_us_per_image") for row in rows}
-  if cpu.get("decode_limit") is None or cpu.get("training") is None:
+  limit, training = cpu.get("decode_limit"), cpu.get("training")
+  if limit is None or training is None:
     return []
-  said = (f"Per image, CPU of all cores: the decode limit {cpu['decode_limit']:,.0f} us; training_dataset "
-          f"{cpu['training']:,.0f} us ({cpu['training'] - cpu['decode_limit']:+,.0f} us: reading, shuffle, flip, "
-          "batch)")
+  said = (f"Per image, CPU of all cores: the decode limit {limit:,.0f} us; training_dataset {training:,.0f} us "
+          f"({training - limit:+,.0f} us: reading, shuffle, flip, batch)")
   if cpu.get("training_cached") is not None:
     said += f"; with the memory cache {cpu['training_cached']:,.0f} us (no decode)"
   return [said + ". Stage by stage: docs/reading.md."]
