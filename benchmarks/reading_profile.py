@@ -13,7 +13,8 @@ epochs, batched 64 and prefetched as the pipeline is:
   examples, the parse, the decode, the flip; then `training_dataset` itself,
   without and with a seed;
 * the memory cache's later epochs built up the same way: the cached images
-  alone, their shuffle, the flip; then `training_dataset(cache="memory")`.
+  alone, their shuffle; then `training_dataset(cache="memory")`, which adds
+  the flip, without and with a seed.
 
 Each row: wall and CPU microseconds per image (CPU of every thread of this
 process), medians of `--repeats` epochs, and its images/s against the limit.
@@ -113,8 +114,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
   parser.add_argument("--json", help="default <workdir>/reading_profile.json")
   args = parser.parse_args(argv)
   load_before = harness.load_average()
-  corpus = "--data_dir"
-  data_dir = args.data_dir
+  data_dir, corpus = args.data_dir, f"--data_dir {args.data_dir}"
   if data_dir is None:
     source, corpus = harness.made_corpus(args.workdir, args.images)
     data_dir, _ = harness.built(NAME, source, args.workdir)
