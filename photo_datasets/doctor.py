@@ -15,12 +15,15 @@ Measures, one after the other and each for about `--seconds`:
 * the model's training steps on synthetic uint8 batches of the same shape,
   already on the device Keras computes on (any backend), so no input at all.
 
-Then one verdict: which side limits training, by what factor, and the remedy
-that fits: `cache="memory"` when the whole split fits in half the free memory
-and the cache reads fast enough; else how many tf.data service workers of this
-machine's input rate the model needs (`photo_datasets.data_service`); or a
-smaller stored size. The table and verdict go to stdout (`--json`: one JSON
-object), a progress line per measurement to stderr.
+Each input row gives its wall and CPU microseconds per image (CPU of every
+thread of this process), and a line sums them up: the decode, what training
+adds to it, what the memory cache leaves. Then one verdict: which side
+limits training, by what factor, and the remedy that fits: `cache="memory"`
+when the whole split fits in half the free memory and the cache reads fast
+enough; else how many tf.data service workers of this machine's input rate
+the model needs (`photo_datasets.data_service`); or a smaller stored size.
+The table and verdict go to stdout (`--json`: one JSON object), a progress
+line per measurement to stderr.
 
 The two sides are measured apart: where the model also runs on these CPUs,
 they share the cores during training, and training is slower than either.
@@ -64,6 +67,7 @@ class Row:
   label: str
   images_per_second: float | None = None
   note: str = ""
+  cpu_us_per_image: float | None = None  # CPU of every thread of this process; None for the model.
 
 
 def decode_limit(name: str, *, split: str, batch_size: int, data_dir: str | None) -> tf.data.Dataset:
@@ -83,17 +87,18 @@ def decode_limit(name: str, *, split: str, batch_size: int, data_dir: str | None
   return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
 
 
-def rate(batches: Iterable[Any], seconds: float) -> float:
-  """Images per second of `batches` (first dimension), read for about
-  `seconds` after `WARMUP_BATCHES` (and at least 3 batches)."""
+def rate(batches: Iterable[Any], seconds: float) -> tuple[float, float]:
+  """(images per second, CPU microseconds per image of every thread of this
+  process) of `batches` (first dimension), read for about `seconds` after
+  `WARMUP_BATCHES` (and at least 3 batches)."""
   iterator = iter(batches)
   for _ in range(WARMUP_BATCHES):
     next(iterator)
-  start, images, count = time.perf_counter(), 0, 0
+  start, cpu_start, images, count = time.perf_counter(), time.process_time(), 0, 0
   while count < 3 or time.perf_counter() - start < seconds:
     images += int(next(iterator)[0].shape[0])
     count += 1
-  return images / (time.perf_counter() - start)
+  return images / (time.perf_counter() - start), (time.process_time() - cpu_start) * 1e6 / images
 
 
 def model_rate(model: keras.Model, batch_size: int, image_size: int, num_classes: int, seconds: float) -> float:
@@ -170,7 +175,11 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
   def measure(key: str, label: str, make: Callable[[], Iterable[Any] | float]) -> Row:
     say(f"measuring {label} ...")
     made = make()
-    row = Row(key, label, made if isinstance(made, float) else rate(made, seconds))
+    if isinstance(made, float):
+      row = Row(key, label, made)
+    else:
+      per_second, cpu = rate(made, seconds)
+      row = Row(key, label, per_second, cpu_us_per_image=round(cpu, 1))
     say(f"  {row.images_per_second:,.0f} images/s")
     rows.append(row)
     return row
@@ -217,7 +226,8 @@ def _cached_row(name: str, split: str, examples: int, uncached: float, seconds: 
     return Row(key, label, None, str(error).split(":")[0])
   for _ in ds:  # The epoch that fills the cache.
     pass
-  row = Row(key, label, rate(ds.repeat(), seconds), f"on {part_split}")
+  per_second, cpu = rate(ds.repeat(), seconds)
+  row = Row(key, label, per_second, f"on {part_split}", round(cpu, 1))
   say(f"  {row.images_per_second:,.0f} images/s")
   return row
 
@@ -265,14 +275,29 @@ def table(report: dict[str, Any]) -> str:
            f"{report['split_cache_gib']:.2f} GiB as uint8 at {report['image_size']}; memory cache limit "
            f"{report['memory_cache_limit_gib']:.2f} GiB), batch {report['batch_size']}, "
            f"~{report['seconds_per_measurement']:g} s each",
-           f"{'':64} {'images/s':>9}  x limit"]
-  limit = report["rows"][0]["images_per_second"]
-  for row in report["rows"]:
-    value = row["images_per_second"]
-    shown = f"{value:9,.0f}  {value / limit:7.2f}" if value is not None else f"{'-':>9}  {'':7}"
+           f"{'':64} {'images/s':>9}  x limit  wall us/image  CPU us/image"]
+  rows = report["rows"]
+  limit = rows[0]["images_per_second"]
+  for row in rows:
+    value, cpu = row["images_per_second"], row.get("cpu_us_per_image")
+    shown = (f"{value:9,.0f}  {value / limit:7.2f}  {1e6 / value:13,.0f}" if value is not None
+             else f"{'-':>9}  {'':7}  {'':13}") + (f"  {cpu:12,.0f}" if cpu is not None else f"  {'':12}")
     lines.append(f"{row['label'][:64]:64} {shown}" + (f"  {row['note']}" if row["note"] else ""))
-  lines += ["", report["verdict"]]
+  lines += ["", *costs(rows), "", report["verdict"]]
   return "\n".join(lines)
+
+
+def costs(rows: Sequence[dict[str, Any]]) -> list[str]:
+  """The per-image CPU costs the rows show, in words: the decode, what training adds, what a cache leaves."""
+  cpu = {row["key"]: row.get("cpu_us_per_image") for row in rows}
+  limit, training = cpu.get("decode_limit"), cpu.get("training")
+  if limit is None or training is None:
+    return []
+  said = (f"Per image, CPU of all cores: the decode limit {limit:,.0f} us; training_dataset {training:,.0f} us "
+          f"({training - limit:+,.0f} us: reading, shuffle, flip, batch)")
+  if cpu.get("training_cached") is not None:
+    said += f"; with the memory cache {cpu['training_cached']:,.0f} us (no decode)"
+  return [said + ". Stage by stage: docs/reading.md."]
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

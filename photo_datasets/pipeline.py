@@ -24,12 +24,13 @@ The tf.data choices, in one place:
 * the record files are read in a shuffled order (training only), interleaved
   as TFDS does (16 files, 16 records each), then the serialized examples are
   shuffled in a buffer, not decoded images;
-* each example is parsed for the image, the label and the crop box only
-  (`tf.io.parse_single_example`), in the map that decodes it: TFDS's reader
-  parses every feature in a map of its own;
-* the random ops are stateless: with a seed their seeds come from a zipped
-  `Dataset.random` (repeatable, each epoch new); without one they are drawn
-  in the map itself, which costs less;
+* each example is parsed for the image and the label only (and, on `full`,
+  the crop box) (`tf.io.parse_single_example`), in the map that decodes it:
+  TFDS's reader parses every feature in a map of its own;
+* with a seed, the random ops are stateless, their seeds from a zipped
+  `Dataset.random` (repeatable, each epoch new); without one they draw from
+  their own generator in the map, which costs less; a flip copies only the
+  images it mirrors;
 * decoding and augmentation run with `num_parallel_calls=AUTOTUNE`, in any
   order (`deterministic=False`) for shuffled training without a seed, in
   order otherwise; evaluation keeps the stored order and drops nothing;
@@ -146,17 +147,19 @@ def training_dataset(
       ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     deterministic = seed is not None or not shuffle_buffer
 
-    def augmented(element: Any, seeds: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    def augmented(element: Any, seeds: tf.Tensor | None) -> tuple[tf.Tensor, tf.Tensor]:
       return augment(reader.parse(element), seeds) if decoded is None else _flip(element[0], element[1], seeds)
 
     if seed is None:
-      # The stateless ops' seeds drawn in the map: cheaper than a dataset zipped in.
-      ds = ds.map(lambda *element: augmented(_one(element), tf.random.uniform([2], maxval=_SEEDS, dtype=tf.int64)),
-                  num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+      # Unseeded, the random ops draw from the op's own generator: no seeds to make or zip.
+      ds = ds.map(lambda *element: augmented(_one(element), None), num_parallel_calls=AUTOTUNE,
+                  deterministic=deterministic)
     else:
-      # Seeds repeatable whatever the parallelism, different every epoch.
-      seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
-      ds = tf.data.Dataset.zip(ds, seeds).map(augmented, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+      # Seeds repeatable whatever the parallelism, different every epoch: one random int64 per example
+      # (the stateless ops' seed pair is it and a constant).
+      seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+      ds = tf.data.Dataset.zip(ds, seeds).map(lambda element, drawn: augmented(element, _seed_pair(drawn)),
+                                              num_parallel_calls=AUTOTUNE, deterministic=deterministic)
     # Served, each worker keeps its remainder and the trainer regroups the batches.
     return ds.batch(batch, drop_remainder=data_service is None)
 
@@ -257,8 +260,16 @@ def _one(element: tuple[Any, ...]) -> Any:
   return element[0] if len(element) == 1 else element
 
 
-def _flip(image: tf.Tensor, label: tf.Tensor, seeds: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-  return tf.image.stateless_random_flip_left_right(image, seed=seeds), label
+def _seed_pair(drawn: tf.Tensor) -> tf.Tensor:
+  return tf.stack([drawn, tf.constant(0, tf.int64)])
+
+
+def _flip(image: tf.Tensor, label: tf.Tensor, seeds: tf.Tensor | None) -> tuple[tf.Tensor, tf.Tensor]:
+  """`image` mirrored left to right with probability 1/2: a stateless draw from
+  `seeds`, or, without seeds, a draw of the op's own generator. Only a
+  mirrored image is copied (`tf.cond`), half the images on average."""
+  draw = tf.random.uniform([]) if seeds is None else tf.random.stateless_uniform([], seed=seeds)
+  return tf.cond(draw < 0.5, lambda: tf.reverse(image, [1]), lambda: image), label
 
 
 def _check_batch_fits(reader: _Reader, batch: int) -> None:
@@ -306,7 +317,8 @@ class _Reader:
     self.has_box = "bbox" in self.builder.info.features
     # tf.train.Example holds integers and booleans as int64: parsed so, then cast.
     serialized = self.builder.info.features.get_serialized_info()
-    keys = ("image", "label", "bbox", "has_bbox") if self.has_box else ("image", "label")
+    # Only `full`'s crops read the box.
+    keys = ("image", "label", "bbox", "has_bbox") if self.has_box and stored is None else ("image", "label")
     self._dtypes = {key: serialized[key].tf_dtype for key in keys}
     self._spec = {key: tf.io.FixedLenFeature(serialized[key].shape, tf.int64 if dtype.is_integer or dtype.is_bool
                                              else dtype) for key, dtype in self._dtypes.items()}
@@ -420,14 +432,15 @@ class _Reader:
     image = tf.switch_case(steps, [decode_at(ratio) for ratio in _DCT_RATIOS])
     return self._resized(image, antialias=False)
 
-  def cropped(self, example: dict[str, Any], seeds: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+  def cropped(self, example: dict[str, Any], seeds: tf.Tensor | None) -> tuple[tf.Tensor, tf.Tensor]:
     """Training on `full`: a random crop containing the box, flipped at random."""
+    if seeds is None:  # The crop's sampler takes seeds only.
+      seeds = tf.random.uniform([2], maxval=_SEEDS, dtype=tf.int64)
     encoded = example["image"]
     has_box = example["has_bbox"] if self.has_box else tf.constant(False)
     window = random_crop_window(tf.io.extract_jpeg_shape(encoded), self._box(example), has_box, seeds)
-    image = tf.image.stateless_random_flip_left_right(self._decode_window(encoded, window),
-                                                      seed=tf.reverse(seeds, [0]))
-    return tf.ensure_shape(image, (self.size, self.size, 3)), example["label"]
+    image, label = _flip(self._decode_window(encoded, window), example["label"], tf.reverse(seeds, [0]))
+    return tf.ensure_shape(image, (self.size, self.size, 3)), label
 
   def decoded(self, example: dict[str, Any]) -> tuple[tf.Tensor, tf.Tensor]:
     """A sized config's stored image (resized if asked)."""
@@ -442,7 +455,7 @@ class _Reader:
       image = self._resized(image)
     return tf.ensure_shape(image, (self.size, self.size, 3)), example["label"]
 
-  def flipped(self, example: dict[str, Any], seeds: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+  def flipped(self, example: dict[str, Any], seeds: tf.Tensor | None) -> tuple[tf.Tensor, tf.Tensor]:
     """Training on a sized config: the stored image, flipped at random."""
     return _flip(*self.decoded(example), seeds)
 

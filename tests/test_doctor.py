@@ -48,6 +48,9 @@ def test_a_model_slow_on_purpose_is_called_the_limit(data_dir, tmp_path, capsys)
   assert [row["key"] for row in report["rows"]] == [
       "decode_limit", "training", "training_cached", "evaluation", "model"]
   assert all(row["images_per_second"] > 0 for row in report["rows"])
+  # Each input row's CPU per image; the model's steps are timed on the device, not per CPU.
+  assert all(row["cpu_us_per_image"] > 0 for row in report["rows"][:-1])
+  assert report["rows"][-1]["cpu_us_per_image"] is None
   assert err.count("measuring") == 5  # a progress line per measurement
 
 
@@ -60,6 +63,9 @@ def test_a_fast_model_is_input_bound_and_told_the_remedy(data_dir, tmp_path, cap
   assert report["workers"] == -(-report["rows"][-1]["images_per_second"] // report["rows"][1]["images_per_second"])
   # The table: one row per measurement, then the verdict.
   assert "training_dataset, cache='memory'" in out and out.rstrip().endswith(report["verdict"])
+  cpu = {row["key"]: row["cpu_us_per_image"] for row in report["rows"]}
+  assert (f"Per image, CPU of all cores: the decode limit {cpu['decode_limit']:,.0f} us; training_dataset "
+          f"{cpu['training']:,.0f} us") in out
   assert report["verdict"].startswith("Input-bound")
 
 

@@ -60,7 +60,17 @@ def test_some_loaders_read_as_keras_reads_them(tmp_path):
                   "--json", str(out_json), "--png", str(tmp_path / "out.png")])
   report = json.loads(out_json.read_text())
   assert set(report["loaders"]) == {"5_tfds_224", "6_pipeline_224", "6_pipeline_224_seed", "6_pipeline_224_one_file",
-                                    "6_pipeline_224_cache_memory", "6_pipeline_224_cache_disk",
-                                    "7_limit_224_decode"}
+                                    "6_pipeline_224_cache_memory", "6_pipeline_224_cache_memory_seed",
+                                    "6_pipeline_224_cache_disk", "7_limit_224_decode"}
   assert report["read_as"].startswith("model.fit on Keras's") and all(
       row["images"] == 16 for row in report["loaders"].values())
+
+
+def test_the_targets_pick_exactly_the_rows_they_compare(tmp_path):
+  script = _script()
+  testing.write_tree(tmp_path / "files", {"a/x.jpg": b""})
+  targeted = {key for _, key, _, reference in script.TARGETS for key in (key, reference)}
+  picked = script.loaders(str(tmp_path / "files"), str(tmp_path / "data"), 8, sorted(targeted), exact=True)
+  assert set(picked) == targeted  # not "6_evaluation_224_cache_memory", whose key starts with a targeted one
+  assert "6_pipeline_224_cache_memory_seed" in set(script.loaders(str(tmp_path / "files"), str(tmp_path / "data"), 8,
+                                                                  ["6_pipeline_224"]))
