@@ -139,17 +139,31 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     moved the files to their final folder, so its checksums are theirs. Also
     for a dataset built earlier without one; a no-op when it is there.
 
-    Before, what interrupted builds of this config left behind is removed
-    (`disk.remove_leftovers`); a disk that fills up anyway ends the build with
-    `disk.NotEnoughDiskSpace`, in the words of the check made before it."""
+    A second build of the config in the same data dir waits for the first
+    (`disk.config_lock`), then reuses what it built. Before, what interrupted
+    builds of this config left behind is removed (`disk.remove_leftovers`); a
+    disk that fills up anyway ends the build with `disk.NotEnoughDiskSpace`,
+    in the words of the check made before it."""
     config_dir = os.path.dirname(os.fspath(self.data_path))
     self._build = _Build()
     if disk.is_local(config_dir) and not self.data_path.exists():  # A built copy still loads read-only.
       disk.check_writable(self._full_name, config_dir)
-    with disk.config_lock(config_dir) if disk.is_local(config_dir) else contextlib.nullcontext(False) as locked:
+    waited = []
+
+    def wait(holder: str) -> None:
+      waited.append(holder)
+      self._say(f"another build of this config is running in {config_dir} ({holder}); waiting for it to end, "
+                "then reusing what it built.")
+
+    def take_over(holder: str) -> None:
+      self._say(f"the build of {holder} ended without finishing (killed?); this build takes over.")
+
+    lock = disk.config_lock(config_dir, wait, take_over) if disk.is_local(config_dir) else contextlib.nullcontext(False)
+    with lock as locked:
       if locked and (note := disk.remove_leftovers(config_dir)):
-        print(f"{self._full_name}: {note}", flush=True)
-        logging.warning(note)
+        self._say(note)
+      if waited and self.data_path.exists():
+        self.info.read_from_directory(self.data_path)  # Built meanwhile: TFDS reuses it; its info is that build's.
       try:
         super().download_and_prepare(**kwargs)
       except Exception as e:
@@ -164,6 +178,10 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
       else:
         logging.info("Wrote the Croissant description %s", path)
     self._write_report_page()
+
+  def _say(self, note: str) -> None:
+    """A line for the person running the build, named by config (printed once: not logged too)."""
+    print(f"{self._full_name}: {note}", flush=True)
 
   def _write_report_page(self) -> None:
     """`report.html` and `quality.csv` beside `dataset_info.json` (`report_page`)
@@ -285,15 +303,26 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
   def _scan(self, source: epath.Path, cache_dir: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
     """Scans `source`, or reuses the saved scan of the same, unchanged files;
     checks the disk space before the conversion starts. Fills the report's
-    quality flags from the photos' scores either way."""
-    cache = None
-    if cache_dir:
-      cache = cache_dir / f"{self.name}-{scan_cache.source_fingerprint(os.fspath(source))[:20]}.json"
+    quality flags from the photos' scores either way. Builds of other configs
+    scanning the same files at the same time wait for the first one's scan."""
+    if not cache_dir:
+      return self._scan_source(source, None)
+    cache = cache_dir / f"{self.name}-{scan_cache.source_fingerprint(os.fspath(source))[:20]}.json"
+    with contextlib.suppress(OSError):
+      os.makedirs(cache_dir, exist_ok=True)
+
+    def wait(holder: str) -> None:
+      self._say(f"another build is scanning {source} ({holder}); waiting to reuse its scan.")
+
+    with disk.exclusive(f"{cache}.lock", wait, remove=True):
       if cache.exists() and (saved := scan_cache.load_scan(cache)) is not None:
         logging.info("Reusing the scan of %s saved in %s", source, cache)
         self._check_disk_space(len(saved[0]), sum(p.nbytes for p in saved[0]), converts_in_scan=False)
         saved[1].quality_flags = build_stats.flag_rows(saved[0])  # From the saved scores, by today's thresholds.
         return saved
+      return self._scan_source(source, cache)
+
+  def _scan_source(self, source: epath.Path, cache: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
     size = self.builder_config.image_size
     # Beam workers convert on other machines; a bucket (gs://) holds no temporary file of ours.
     converts_in_scan = bool(size) and not self._build.beam and disk.is_local(self.data_dir)
