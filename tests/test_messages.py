@@ -33,18 +33,35 @@ def _command_in(message: str) -> str:
 
 @pytest.fixture(scope="module")
 def built_by_the_hint(tmp_path_factory) -> tuple[pathlib.Path, str]:
-  """korean_food/160, not built: the error's command, run as printed once the sample is in its manual dir."""
+  """korean_food/160, not built beside a korean_food/64 built from the sample: the error's command, run as
+  printed; it names the manual dir the 64 was built from, which is not TFDS's default."""
   data_dir = tmp_path_factory.mktemp("data")
+  manual_dir = tmp_path_factory.mktemp("my photos") / "kfood download"
+  shutil.copytree(SAMPLE, manual_dir)
+  tfds.builder("korean_food/64", data_dir=os.fspath(data_dir)).download_and_prepare(
+      download_config=tfds.download.DownloadConfig(manual_dir=os.fspath(manual_dir)))
   with pytest.raises(ValueError) as error:
     pipeline.training_dataset("korean_food/160", data_dir=os.fspath(data_dir))
   message = str(error.value)
   command = _command_in(message)
   assert command == (f"tfds build korean_food --imports korean_food --config 160 --data_dir {data_dir} "
-                     f"--manual_dir {data_dir / 'downloads' / 'manual'}")
-  shutil.copytree(SAMPLE, data_dir / "downloads" / "manual")
+                     f"--manual_dir '{manual_dir}'")
   done = _run(command, tmp_path_factory.mktemp("elsewhere"))
   assert done.returncode == 0, done.stderr[-3000:]
   return data_dir, done.stdout + done.stderr
+
+
+def test_where_no_build_recorded_a_manual_dir_the_hint_says_what_to_put_in_it(tmp_path):
+  with pytest.raises(ValueError) as error:
+    pipeline.training_dataset("korean_food/160", data_dir=os.fspath(tmp_path))
+  message = str(error.value)
+  assert _command_in(message).endswith(" --manual_dir MANUAL_DIR")
+  assert ("(replace MANUAL_DIR by the folder holding the download: see "
+          "`tfds.builder_cls('korean_food').MANUAL_DOWNLOAD_INSTRUCTIONS`)") in message
+  shutil.copytree(SAMPLE, tmp_path / "downloads" / "manual")  # Where TFDS looks by default: named, as it runs.
+  with pytest.raises(ValueError) as error:
+    pipeline.training_dataset("korean_food/160", data_dir=os.fspath(tmp_path))
+  assert _command_in(str(error.value)).endswith(f" --manual_dir {tmp_path / 'downloads' / 'manual'}")
 
 
 def test_the_not_built_hint_builds_the_config_as_printed(built_by_the_hint):

@@ -3,6 +3,9 @@
 A dataset subclasses it and provides, besides TFDS's `_info`:
 
 * `MANUAL_DOWNLOAD_INSTRUCTIONS`: where the user puts the source.
+* `DOWNLOADS_ITS_SOURCE`: True where the builder downloads its source when
+  the manual dir has none (the command `reading.built` prints then names no
+  manual dir).
 * `READER`: the `generation.Reader` type that reads a photo back from its
   location (default: plain file paths).
 * `_find_source(dl_manager)`: the folder holding the source (download it, or
@@ -76,6 +79,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
   READER: type[generation.Reader] = generation.FileReader
   # Shown first on the build report page (`report_page`), e.g. who may see it.
   REPORT_NOTE = ""
+  DOWNLOADS_ITS_SOURCE = False
   _build: _Build  # The build in progress (`download_and_prepare`).
   _built: _Built | None = None  # The build just made, until its page is written.
 
@@ -223,6 +227,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     self.info.metadata.update(build.report.as_metadata())
     self.info.metadata.update(build_stats.metadata(built, self.info.features["label"].names))
     self.info.metadata["source"] = build.source_path
+    self.info.metadata["manual_dir"] = build.manual_dir  # For the command that builds a sibling config (`built`).
     sizes = {name: split.num_examples for name, split in self.info.splits.items()}
     # Printed by `download_and_prepare` once the page is written, with its path.
     self._built = _Built(build.report, sizes, {p.file_name: split for split, group in built.items() for p in group},
@@ -269,6 +274,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
 
   def _split_generators(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
     source = self._find_source(dl_manager)
+    manual_dir = manual_dir_or_none(dl_manager)
+    if manual_dir is not None and os.path.abspath(source).startswith(os.path.abspath(manual_dir)):
+      self._build.manual_dir = os.path.abspath(manual_dir)
     photos, self._build.report = self._scan(source, _scan_cache_dir(dl_manager))
     if not photos:
       raise ValueError(self._nothing_usable(source))
@@ -382,6 +390,7 @@ class _Build:
   report: BuildReport = dataclasses.field(default_factory=BuildReport)
   split_photos: dict[str, list[records.Photo]] = dataclasses.field(default_factory=dict)  # Given to generation.
   source_path: str | None = None
+  manual_dir: str | None = None  # Where the source was found; None when it was downloaded.
   converted: converted.ConvertedImages | None = None  # What the scan converted already.
   needed_bytes: int = 0  # The disk check's estimate, for the out-of-space message.
 
