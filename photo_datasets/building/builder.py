@@ -45,7 +45,7 @@ import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
 
-from photo_datasets.building import configs, converted, disk, generation, parallel, scan, scan_cache, sharding
+from photo_datasets.building import cli, configs, converted, disk, generation, parallel, scan, scan_cache, sharding
 from photo_datasets.catalog import build_stats, croissant
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, records, splits
@@ -108,6 +108,10 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
 
   # The shared machinery.
 
+  def __init_subclass__(cls, **kwargs: Any):
+    super().__init_subclass__(**kwargs)
+    cli.quiet(cls.__module__.split(".")[0])  # Under `tfds build` only.
+
   def __init__(self, *, workers: int | None = None, **kwargs: Any):
     super().__init__(**kwargs)
     configs.restore_alternative_file_formats(self.info)  # TFDS 4.9.10 drops them for configs in code.
@@ -127,6 +131,13 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     if isinstance(builder_config, str) and self.get_builder_config(builder_config.split(":")[0]) is None:
       configs.size_config(builder_config.split(":")[0])
     return super()._create_builder_config(builder_config, version)
+
+  def dataset_info_from_configs(self, **kwargs: Any) -> tfds.core.DatasetInfo:
+    """TFDS's, with the README's first paragraph as the description: `tfds build` prints the
+    description of every config it builds, and the README (the catalog's page) keeps the whole text."""
+    info = super().dataset_info_from_configs(**kwargs)
+    info.as_proto.description = (info.description or "").strip().split("\n\n")[0]
+    return info
 
   @tfds.core.utils.classproperty
   @classmethod
@@ -180,7 +191,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
       except OSError as e:  # A read-only copy of a dataset still loads.
         logging.warning("Could not write the Croissant description in %s: %s", self.data_path, e)
       else:
-        logging.info("Wrote the Croissant description %s", path)
+        logging.debug("Wrote the Croissant description %s", path)
     self._write_report_page()
 
   def _say(self, note: str) -> None:

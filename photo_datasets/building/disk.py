@@ -105,7 +105,7 @@ def advice(name: str, data_dir: str, needed: int, free: int) -> str:
 def preflight(name: str, data_dir: str, needed: int) -> None:
   """Raises `NotEnoughDiskSpace` when `needed` bytes will not fit in `data_dir`."""
   free = free_bytes(data_dir)
-  logging.info("%s needs about %s in %s; %s free.", name, _gb(needed), data_dir, _gb(free))
+  logging.debug("%s needs about %s in %s; %s free.", name, _gb(needed), data_dir, _gb(free))
   if needed > free:
     raise NotEnoughDiskSpace(errno.ENOSPC, advice(name, data_dir, needed, free))
 
