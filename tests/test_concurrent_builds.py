@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import signal
 import socket
 import subprocess
 import sys
@@ -154,3 +155,20 @@ def test_a_config_folder_that_cannot_be_written_only_skips_the_cleanup(tmp_path)
   (tmp_path / "not_a_folder").write_text("")
   with disk.config_lock(os.fspath(tmp_path / "not_a_folder" / "64")) as held:
     assert not held  # As for a read-only copy of a built dataset: it still loads.
+
+
+def test_ctrl_c_during_tfds_build_is_one_line(tmp_path):
+  go = tmp_path / "never"
+  build_process = _tfds_build("224", tmp_path / "data", held_until=go)
+  try:
+    said = _read_until(build_process, "SCANNED")
+    build_process.send_signal(signal.SIGINT)
+    out, _ = build_process.communicate(timeout=120)
+  finally:
+    if build_process.poll() is None:
+      build_process.kill()
+  said += out
+  assert build_process.returncode != 0
+  assert "Traceback" not in said and "KeyboardInterrupt" not in said, said[-3000:]
+  assert said.rstrip().endswith("Interrupted. Nothing half-built is kept: the next build of the config removes "
+                                "what this one left and starts again.")

@@ -145,3 +145,31 @@ def test_tfds_build_into_an_unwritable_data_dir_ends_with_that_line(unwritable, 
   last = done.stderr.strip().splitlines()[-1]
   assert last.startswith("photo_datasets.building.disk.DataDirNotWritable: ") and "cannot be written" in last
   assert "During handling of the above exception" not in done.stderr
+  assert "Traceback" not in done.stderr  # A refusal is its message, not the last line of a traceback.
+
+
+def test_only_a_refusal_loses_its_traceback():
+  from photo_datasets.building import cli
+
+  def bug() -> None:
+    int("not a number")  # A ValueError that no `raise` of the package's made.
+
+  refusals = (lambda: disk.preflight("korean_food/224", ".", 1 << 62), lambda: configs.size_config("224px"))
+  for function, refusal in ((refusals[0], True), (refusals[1], True), (bug, False)):
+    try:
+      function()
+    except Exception as e:
+      assert cli.is_refusal(e) is refusal
+  assert not cli.is_tfds_cli()  # Here, in Python, nothing of the CLI's is installed.
+
+
+def test_tfds_build_prints_a_short_description_and_no_progress_bars_into_a_log(tmp_path):
+  done = _run(f"tfds build korean_food --imports korean_food --config 64 --data_dir {tmp_path / 'data'} "
+              f"--manual_dir {SAMPLE}", tmp_path)
+  assert done.returncode == 0, done.stderr[-3000:]
+  readme = (SAMPLE.parent / "README.md").read_text("utf-8")
+  first_paragraph = readme.strip().split("\n\n")[0]
+  description = done.stdout.split('description="""')[1].split('"""')[0]
+  assert [line.strip() for line in description.strip().splitlines()] == first_paragraph.splitlines()
+  assert "Scanning" not in done.stderr and "examples/s" not in done.stderr
+  assert len((done.stdout + done.stderr).splitlines()) <= 70
