@@ -134,17 +134,22 @@ def load_model(model: str, num_classes: int, image_size: int) -> keras.Model:
 
 
 def device() -> str:
-  """The device Keras computes on, in words."""
+  """The devices Keras computes on, in words; says so where it sees no GPU."""
   backend = keras.config.backend()
   if backend == "jax":
     import jax
-    found = jax.devices()[0]
-    return f"JAX {found.platform} ({getattr(found, 'device_kind', found)})"
+    found = jax.devices()
+    kinds = ", ".join(str(getattr(d, "device_kind", d)) for d in found)
+    return f"JAX {found[0].platform} ({kinds})" + (", no GPU seen" if found[0].platform == "cpu" else "")
   if backend == "torch":
     import torch
-    return f"PyTorch {'cuda (' + torch.cuda.get_device_name(0) + ')' if torch.cuda.is_available() else 'cpu'}"
+    if torch.cuda.is_available():
+      return "PyTorch cuda (" + ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())) + ")"
+    return "PyTorch cpu, no GPU seen"
   gpus = tf.config.list_logical_devices("GPU")
-  return f"TensorFlow {'GPU ' + gpus[0].name if gpus else 'CPU'} ({len(os.sched_getaffinity(0))} cores usable)"
+  if gpus:
+    return f"TensorFlow GPU {', '.join(gpu.name for gpu in gpus)}"
+  return f"TensorFlow CPU, no GPU seen ({len(os.sched_getaffinity(0))} cores usable)"
 
 
 def examine(name: str, *, data_dir: str | None = None, split: str = "train", model: str = "small",
@@ -162,8 +167,9 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
   if size is None:
     raise ValueError(f"{name} stores images at their source size: give --image_size (e.g. 224).")
   examples = builder.info.splits[split].num_examples
-  if batch_size > examples:
-    raise ValueError(f"--batch_size {batch_size} is more than the {examples} examples of {split!r}.")
+  if batch_size > examples:  # As `train` does.
+    say(f"note: --batch_size {batch_size} is more than the {examples} examples of {split!r}: using {examples}.")
+    batch_size = examples
   common: dict[str, Any] = {"batch_size": batch_size, "image_size": image_size, "data_dir": data_dir}
   rows: list[Row] = []
 
