@@ -173,3 +173,23 @@ def test_tfds_build_prints_a_short_description_and_no_progress_bars_into_a_log(t
   assert [line.strip() for line in description.strip().splitlines()] == first_paragraph.splitlines()
   assert "Scanning" not in done.stderr and "examples/s" not in done.stderr
   assert len((done.stdout + done.stderr).splitlines()) <= 70
+
+
+def test_a_zip_beside_its_extracted_copy_is_one_warning_naming_what_was_read(tmp_path):
+  import zipfile
+
+  manual_dir = tmp_path / "manual"
+  tree = pathlib.Path(korean_food.__file__).parent / "dummy_data"
+  shutil.copytree(tree, manual_dir)
+  photos = sorted(p for p in (manual_dir / "kfood").rglob("*") if p.is_file())
+  with zipfile.ZipFile(manual_dir / "kfood.zip", "w") as archive:
+    for path in photos:
+      archive.write(path, path.relative_to(manual_dir).as_posix())
+  builder = tfds.builder("korean_food/64", data_dir=os.fspath(tmp_path / "data"), workers=1)
+  builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=os.fspath(manual_dir)))
+  twice = [w for w in builder.info.metadata["warnings"] if "appear twice" in w]
+  images = [p for p in photos if p.suffix != ".properties"]
+  assert len(twice) == 1, builder.info.metadata["warnings"]
+  assert twice[0].startswith(f"{len(images):,} files appear twice in the source (e.g. ")
+  kept, left = twice[0].split(": read the copies in ")[1].split(", left out those in ")
+  assert {kept, left} == {os.fspath(manual_dir / "kfood.zip"), os.fspath(manual_dir / "kfood")}
