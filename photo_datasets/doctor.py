@@ -149,7 +149,7 @@ def device() -> str:
   gpus = tf.config.list_logical_devices("GPU")
   if gpus:
     return f"TensorFlow GPU {', '.join(gpu.name for gpu in gpus)}"
-  return f"TensorFlow CPU, no GPU seen ({len(os.sched_getaffinity(0))} cores usable)"
+  return f"TensorFlow CPU (no GPU seen; {len(os.sched_getaffinity(0))} cores usable)"
 
 
 def examine(name: str, *, data_dir: str | None = None, split: str = "train", model: str = "small",
@@ -271,12 +271,12 @@ def table(report: dict[str, Any]) -> str:
            f"{report['split_cache_gib']:.2f} GiB as uint8 at {report['image_size']}; memory cache limit "
            f"{report['memory_cache_limit_gib']:.2f} GiB), batch {report['batch_size']}, "
            f"~{report['seconds_per_measurement']:g} s each",
-           f"{'':64} {'images/s':>9}  x limit"]
+           f"{'':76} {'images/s':>9}  x limit"]
   limit = report["rows"][0]["images_per_second"]
   for row in report["rows"]:
     value = row["images_per_second"]
     shown = f"{value:9,.0f}  {value / limit:7.2f}" if value is not None else f"{'-':>9}  {'':7}"
-    lines.append(f"{row['label'][:64]:64} {shown}" + (f"  {row['note']}" if row["note"] else ""))
+    lines.append(f"{row['label'][:76]:76} {shown}" + (f"  {row['note']}" if row["note"] else ""))
   lines += ["", report["verdict"]]
   return "\n".join(lines)
 

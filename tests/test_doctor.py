@@ -99,4 +99,4 @@ def test_the_device_named_says_when_no_gpu_was_seen():
   if tf.config.list_logical_devices("GPU"):
     assert named.startswith("TensorFlow GPU /device:GPU:0")
   else:
-    assert named.startswith("TensorFlow CPU, no GPU seen (")
+    assert named.startswith("TensorFlow CPU (no GPU seen; ")
