@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import pathlib
 import socket
 import urllib.parse
@@ -65,6 +66,7 @@ class Builder(builder.PhotoBuilder[epath.Path]):
       "1.1.0": "Splits may change: photos of one class close in their Flickr id (upload order) that show "
                "one scene now share one split (docs/splits.md); `metadata['series']` lists them.",
   }
+  DOWNLOADS_ITS_SOURCE = True
   MANUAL_DOWNLOAD_INSTRUCTIONS = f"""
   Optional: without a manual dir the archive is downloaded from {_URL}.
   Offline, put in the manual dir either `flower_photos.tgz` (checked against
@@ -92,7 +94,7 @@ class Builder(builder.PhotoBuilder[epath.Path]):
       logging.info("Using the extracted %s (not checksum-verified).", manual_dir / _FOLDER)
       return manual_dir / _FOLDER
     if not self._archive_at_hand(dl_manager, manual_dir) and (error := _unreachable(_URL)):
-      raise ValueError(self._no_download_message(error))
+      raise ValueError(self._no_download_message(error, dl_manager))
     try:
       return dl_manager.download_and_extract(_URL) / _FOLDER
     except NonMatchingChecksumError as e:
@@ -102,7 +104,7 @@ class Builder(builder.PhotoBuilder[epath.Path]):
           f"archive from {_URL}, or put the extracted `flower_photos/` folder in "
           f"the manual dir instead.") from None
     except OSError as e:  # Includes the connection errors of an offline machine.
-      raise ValueError(self._no_download_message(e)) from e
+      raise ValueError(self._no_download_message(e, dl_manager)) from e
 
   def _archive_at_hand(self, dl_manager: tfds.download.DownloadManager, manual_dir: epath.Path | None) -> bool:
     """Whether TFDS can do without the network: the archive is in the manual
@@ -114,8 +116,12 @@ class Builder(builder.PhotoBuilder[epath.Path]):
     download_dir = epath.Path(dl_manager.download_dir)
     return any((folder / name).exists() for folder in (download_dir / self.name, download_dir))
 
-  def _no_download_message(self, error: Exception) -> str:
+  def _no_download_message(self, error: Exception, dl_manager: tfds.download.DownloadManager) -> str:
+    default = os.path.join(os.fspath(dl_manager.download_dir), "manual")
     return (f"Could not download {_URL} ({type(error).__name__}: {error}).\n"
+            f"Offline, put `{_ARCHIVE}` or an extracted `{_FOLDER}/` folder in a manual dir: the folder given "
+            f"as `tfds build {self.name} --manual_dir DIR` (or `download_config=tfds.download.DownloadConfig("
+            f"manual_dir=DIR)`), or else TFDS's default manual dir, {default}, which `tfds.load` also reads.\n"
             f"{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
 
   def _list_source(self, source: epath.Path, report: BuildReport) -> Iterator[Candidate]:

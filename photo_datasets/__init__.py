@@ -15,7 +15,8 @@ imports only those below it (`pyproject.toml`'s import-linter contracts):
              its hooks), the size `configs`, the `scan` on every core
              (`parallel`), its saved copy (`scan_cache`) and the images it
              converted (`converted`), `generation` and `beam_generation`,
-             `disk` checks, `sharding`.
+             `disk` checks and the build lock, `sharding`, and what the
+             package changes in TFDS's `tfds` command only (`cli`).
   catalog/   what a build writes for people and catalogs: what it reports
              (`build_report`), the report page (`report_page` gathers,
              `page_data` holds, `page_html` renders), the statistics in

@@ -139,17 +139,22 @@ def load_model(model: str, num_classes: int, image_size: int) -> keras.Model:
 
 
 def device() -> str:
-  """The device Keras computes on, in words."""
+  """The devices Keras computes on, in words; says so where it sees no GPU."""
   backend = keras.config.backend()
   if backend == "jax":
     import jax
-    found = jax.devices()[0]
-    return f"JAX {found.platform} ({getattr(found, 'device_kind', found)})"
+    found = jax.devices()
+    kinds = ", ".join(str(getattr(d, "device_kind", d)) for d in found)
+    return f"JAX {found[0].platform} ({kinds})" + (", no GPU seen" if found[0].platform == "cpu" else "")
   if backend == "torch":
     import torch
-    return f"PyTorch {'cuda (' + torch.cuda.get_device_name(0) + ')' if torch.cuda.is_available() else 'cpu'}"
+    if torch.cuda.is_available():
+      return "PyTorch cuda (" + ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())) + ")"
+    return "PyTorch cpu, no GPU seen"
   gpus = tf.config.list_logical_devices("GPU")
-  return f"TensorFlow {'GPU ' + gpus[0].name if gpus else 'CPU'} ({len(os.sched_getaffinity(0))} cores usable)"
+  if gpus:
+    return f"TensorFlow GPU {', '.join(gpu.name for gpu in gpus)}"
+  return f"TensorFlow CPU (no GPU seen; {len(os.sched_getaffinity(0))} cores usable)"
 
 
 def examine(name: str, *, data_dir: str | None = None, split: str = "train", model: str = "small",
@@ -167,8 +172,9 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
   if size is None:
     raise ValueError(f"{name} stores images at their source size: give --image_size (e.g. 224).")
   examples = builder.info.splits[split].num_examples
-  if batch_size > examples:
-    raise ValueError(f"--batch_size {batch_size} is more than the {examples} examples of {split!r}.")
+  if batch_size > examples:  # As `train` does.
+    say(f"note: --batch_size {batch_size} is more than the {examples} examples of {split!r}: using {examples}.")
+    batch_size = examples
   common: dict[str, Any] = {"batch_size": batch_size, "image_size": image_size, "data_dir": data_dir}
   rows: list[Row] = []
 
@@ -275,14 +281,14 @@ def table(report: dict[str, Any]) -> str:
            f"{report['split_cache_gib']:.2f} GiB as uint8 at {report['image_size']}; memory cache limit "
            f"{report['memory_cache_limit_gib']:.2f} GiB), batch {report['batch_size']}, "
            f"~{report['seconds_per_measurement']:g} s each",
-           f"{'':64} {'images/s':>9}  x limit  wall us/image  CPU us/image"]
+           f"{'':76} {'images/s':>9}  x limit  wall us/image  CPU us/image"]
   rows = report["rows"]
   limit = rows[0]["images_per_second"]
   for row in rows:
     value, cpu = row["images_per_second"], row.get("cpu_us_per_image")
     shown = (f"{value:9,.0f}  {value / limit:7.2f}  {1e6 / value:13,.0f}" if value is not None
              else f"{'-':>9}  {'':7}  {'':13}") + (f"  {cpu:12,.0f}" if cpu is not None else f"  {'':12}")
-    lines.append(f"{row['label'][:64]:64} {shown}" + (f"  {row['note']}" if row["note"] else ""))
+    lines.append(f"{row['label'][:76]:76} {shown}" + (f"  {row['note']}" if row["note"] else ""))
   lines += ["", *costs(rows), "", report["verdict"]]
   return "\n".join(lines)
 

@@ -22,6 +22,7 @@ import dataclasses
 import io
 import math
 import pathlib
+import sys
 import textwrap
 from collections.abc import Callable
 
@@ -212,6 +213,8 @@ def main(argv: list[str] | None = None) -> None:
   try:
     path = write_grid(args.name, split=args.split, data_dir=args.data_dir, out=args.out, count=args.count,
                       pipeline=args.pipeline, image_size=args.image_size, seed=args.seed)
+  except built.NotBuiltError as e:
+    sys.exit(f"error: {e}")  # Not a misuse of the arguments: no usage text.
   except ValueError as e:
     parser.error(str(e))
   print(f"wrote {path}")

@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import json
 import pathlib
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -321,6 +322,8 @@ def main(argv: list[str] | None = None) -> TrainResult:
                    seed=args.seed, mixed_precision=args.mixed_precision, model=args.model,
                    verbose=0 if args.quiet else 2)
   except TrainError as e:
+    if isinstance(e.__context__, built.NotBuiltError):
+      sys.exit(f"error: {e}")  # Not a misuse of the arguments: no usage text.
     parser.error(str(e))
   print(summary(result))
   return result

@@ -88,3 +88,21 @@ def test_bad_requests_are_named(data_dir, capsys):
     doctor.main([NAME, "--data_dir", data_dir, "--model", "huge"])
   with pytest.raises(SystemExit, match="has no split 'tain'"):
     doctor.main([NAME, "--data_dir", data_dir, "--split", "tain"])
+
+
+def test_a_batch_larger_than_the_split_is_lowered_as_train_does(data_dir, tmp_path, capsys):
+  report = doctor.main([NAME, "--data_dir", data_dir, "--split", "validation", "--seconds", "0.2",
+                        "--model", _saved(tmp_path / "fast.keras", convolutions=0), "--json"])
+  examples = report["split_examples"]
+  assert examples < 64 and report["batch_size"] == examples
+  assert (f"note: --batch_size 64 is more than the {examples} examples of 'validation': using {examples}."
+          in capsys.readouterr().err)
+
+
+def test_the_device_named_says_when_no_gpu_was_seen():
+  import tensorflow as tf
+  named = doctor.device()
+  if tf.config.list_logical_devices("GPU"):
+    assert named.startswith("TensorFlow GPU /device:GPU:0")
+  else:
+    assert named.startswith("TensorFlow CPU (no GPU seen; ")

@@ -374,6 +374,9 @@ def test_offline_without_manual_dir_fails_fast_and_says_what_to_do(tmp_path):
   assert f"Could not download {URL}" in message and "Name or service not known" in message
   assert "manual dir" in message and "flower_photos.tgz" in message
   assert "`flower_photos/` folder" in message
+  # Both places the archive may go: a manual dir given to the build, and TFDS's default one.
+  assert "tfds build flowers_dataset --manual_dir DIR" in message
+  assert f"TFDS's default manual dir, {tmp_path / 'data' / 'downloads' / 'manual'}," in message
 
 
 def test_download_failing_after_the_host_answered_says_what_to_do(tmp_path):

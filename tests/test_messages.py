@@ -33,18 +33,35 @@ def _command_in(message: str) -> str:
 
 @pytest.fixture(scope="module")
 def built_by_the_hint(tmp_path_factory) -> tuple[pathlib.Path, str]:
-  """korean_food/160, not built: the error's command, run as printed once the sample is in its manual dir."""
+  """korean_food/160, not built beside a korean_food/64 built from the sample: the error's command, run as
+  printed; it names the manual dir the 64 was built from, which is not TFDS's default."""
   data_dir = tmp_path_factory.mktemp("data")
+  manual_dir = tmp_path_factory.mktemp("my photos") / "kfood download"
+  shutil.copytree(SAMPLE, manual_dir)
+  tfds.builder("korean_food/64", data_dir=os.fspath(data_dir)).download_and_prepare(
+      download_config=tfds.download.DownloadConfig(manual_dir=os.fspath(manual_dir)))
   with pytest.raises(ValueError) as error:
     pipeline.training_dataset("korean_food/160", data_dir=os.fspath(data_dir))
   message = str(error.value)
   command = _command_in(message)
   assert command == (f"tfds build korean_food --imports korean_food --config 160 --data_dir {data_dir} "
-                     f"--manual_dir {data_dir / 'downloads' / 'manual'}")
-  shutil.copytree(SAMPLE, data_dir / "downloads" / "manual")
+                     f"--manual_dir '{manual_dir}'")
   done = _run(command, tmp_path_factory.mktemp("elsewhere"))
   assert done.returncode == 0, done.stderr[-3000:]
   return data_dir, done.stdout + done.stderr
+
+
+def test_where_no_build_recorded_a_manual_dir_the_hint_says_what_to_put_in_it(tmp_path):
+  with pytest.raises(ValueError) as error:
+    pipeline.training_dataset("korean_food/160", data_dir=os.fspath(tmp_path))
+  message = str(error.value)
+  assert _command_in(message).endswith(" --manual_dir MANUAL_DIR")
+  assert ("(replace MANUAL_DIR by the folder holding the download: see "
+          "`tfds.builder_cls('korean_food').MANUAL_DOWNLOAD_INSTRUCTIONS`)") in message
+  shutil.copytree(SAMPLE, tmp_path / "downloads" / "manual")  # Where TFDS looks by default: named, as it runs.
+  with pytest.raises(ValueError) as error:
+    pipeline.training_dataset("korean_food/160", data_dir=os.fspath(tmp_path))
+  assert _command_in(str(error.value)).endswith(f" --manual_dir {tmp_path / 'downloads' / 'manual'}")
 
 
 def test_the_not_built_hint_builds_the_config_as_printed(built_by_the_hint):
@@ -128,3 +145,51 @@ def test_tfds_build_into_an_unwritable_data_dir_ends_with_that_line(unwritable, 
   last = done.stderr.strip().splitlines()[-1]
   assert last.startswith("photo_datasets.building.disk.DataDirNotWritable: ") and "cannot be written" in last
   assert "During handling of the above exception" not in done.stderr
+  assert "Traceback" not in done.stderr  # A refusal is its message, not the last line of a traceback.
+
+
+def test_only_a_refusal_loses_its_traceback():
+  from photo_datasets.building import cli
+
+  def bug() -> None:
+    int("not a number")  # A ValueError that no `raise` of the package's made.
+
+  refusals = (lambda: disk.preflight("korean_food/224", ".", 1 << 62), lambda: configs.size_config("224px"))
+  for function, refusal in ((refusals[0], True), (refusals[1], True), (bug, False)):
+    try:
+      function()
+    except Exception as e:
+      assert cli.is_refusal(e) is refusal
+  assert not cli.is_tfds_cli()  # Here, in Python, nothing of the CLI's is installed.
+
+
+def test_tfds_build_prints_a_short_description_and_no_progress_bars_into_a_log(tmp_path):
+  done = _run(f"tfds build korean_food --imports korean_food --config 64 --data_dir {tmp_path / 'data'} "
+              f"--manual_dir {SAMPLE}", tmp_path)
+  assert done.returncode == 0, done.stderr[-3000:]
+  readme = (SAMPLE.parent / "README.md").read_text("utf-8")
+  first_paragraph = readme.strip().split("\n\n")[0]
+  description = done.stdout.split('description="""')[1].split('"""')[0]
+  assert [line.strip() for line in description.strip().splitlines()] == first_paragraph.splitlines()
+  assert "Scanning" not in done.stderr and "examples/s" not in done.stderr
+  assert len((done.stdout + done.stderr).splitlines()) <= 70
+
+
+def test_a_zip_beside_its_extracted_copy_is_one_warning_naming_what_was_read(tmp_path):
+  import zipfile
+
+  manual_dir = tmp_path / "manual"
+  tree = pathlib.Path(korean_food.__file__).parent / "dummy_data"
+  shutil.copytree(tree, manual_dir)
+  photos = sorted(p for p in (manual_dir / "kfood").rglob("*") if p.is_file())
+  with zipfile.ZipFile(manual_dir / "kfood.zip", "w") as archive:
+    for path in photos:
+      archive.write(path, path.relative_to(manual_dir).as_posix())
+  builder = tfds.builder("korean_food/64", data_dir=os.fspath(tmp_path / "data"), workers=1)
+  builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=os.fspath(manual_dir)))
+  twice = [w for w in builder.info.metadata["warnings"] if "appear twice" in w]
+  images = [p for p in photos if p.suffix != ".properties"]
+  assert len(twice) == 1, builder.info.metadata["warnings"]
+  assert twice[0].startswith(f"{len(images):,} files appear twice in the source (e.g. ")
+  kept, left = twice[0].split(": read the copies in ")[1].split(", left out those in ")
+  assert {kept, left} == {os.fspath(manual_dir / "kfood.zip"), os.fspath(manual_dir / "kfood")}

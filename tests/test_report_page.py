@@ -311,10 +311,27 @@ def test_the_command_the_page_names_runs_as_printed(built, tmp_path):
   assert done.stdout.strip() == str(page)
 
 
+def test_the_command_writes_elsewhere_with_out_dir_and_says_so_where_it_cannot_write(built, tmp_path, capsys):
+  data_dir, _ = built
+  copy = tmp_path / "data"
+  shutil.copytree(data_dir / "flowers_dataset" / "224", copy / "flowers_dataset" / "224")
+  folder = copy / "flowers_dataset" / "224" / "1.1.0"
+  (folder / report_page.FILE_NAME).unlink()
+  (folder / report_page.FILE_NAME).mkdir()  # The page cannot be written there (as in a read-only data dir).
+  with pytest.raises(SystemExit) as exit_info:
+    report.main(["flowers_dataset/224", "--data_dir", str(copy)])
+  assert str(exit_info.value.code).startswith(f"error: cannot write the report page in {folder} (")
+  assert str(exit_info.value.code).endswith("give another folder with --out_dir DIR.")
+  report.main(["flowers_dataset/224", "--data_dir", str(copy), "--out_dir", str(tmp_path / "pages")])
+  assert capsys.readouterr().out.splitlines() == [str(tmp_path / "pages" / report_page.FILE_NAME)]
+  assert (tmp_path / "pages" / report_page.CSV_NAME).exists()
+  assert "flowers_dataset/224" in (tmp_path / "pages" / report_page.FILE_NAME).read_text("utf-8")
+
+
 def test_the_command_refuses_a_config_not_built(tmp_path, capsys):
-  with pytest.raises(SystemExit):
+  with pytest.raises(SystemExit) as exit_info:
     report.main(["flowers_dataset/224", "--data_dir", str(tmp_path)])
-  assert "not built" in capsys.readouterr().err
+  assert "not built" in str(exit_info.value.code) and "usage:" not in capsys.readouterr().err
 
 
 def test_korean_food_page_lists_all_150_classes_with_korean_and_english_names_and_says_it_is_private(tmp_path):

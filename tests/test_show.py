@@ -186,3 +186,10 @@ def test_tfds_show_examples_and_as_dataframe_work(data_dir, name):
   assert len(frame) == 4 and set(frame.columns) == set(info.features)
   html = frame._repr_html_()  # What a notebook shows: images (and boxes, drawn on a blank) as thumbnails.
   assert html.count("<img") == 4 * (2 if "bbox" in info.features else 1)
+
+
+def test_an_unbuilt_config_is_named_without_the_usage_text(tmp_path, capsys):
+  with pytest.raises(SystemExit) as exit_info:
+    show.main(["korean_food/96", "--data_dir", str(tmp_path), "--out", str(tmp_path / "x.png")])
+  assert str(exit_info.value.code).startswith("error: korean_food/96 is not built in ")
+  assert "usage:" not in capsys.readouterr().err

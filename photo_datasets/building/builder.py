@@ -3,6 +3,9 @@
 A dataset subclasses it and provides, besides TFDS's `_info`:
 
 * `MANUAL_DOWNLOAD_INSTRUCTIONS`: where the user puts the source.
+* `DOWNLOADS_ITS_SOURCE`: True where the builder downloads its source when
+  the manual dir has none (the command `reading.built` prints then names no
+  manual dir).
 * `READER`: the `generation.Reader` type that reads a photo back from its
   location (default: plain file paths).
 * `_find_source(dl_manager)`: the folder holding the source (download it, or
@@ -44,7 +47,7 @@ import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
 
-from photo_datasets.building import configs, converted, disk, generation, parallel, scan, scan_cache, sharding
+from photo_datasets.building import cli, configs, converted, disk, generation, parallel, scan, scan_cache, sharding
 from photo_datasets.catalog import build_stats, croissant
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, records, splits
@@ -81,6 +84,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
   READER: type[generation.Reader] = generation.FileReader
   # Shown first on the build report page (`report_page`), e.g. who may see it.
   REPORT_NOTE = ""
+  DOWNLOADS_ITS_SOURCE = False
   _build: _Build  # The build in progress (`download_and_prepare`).
   _built: _Built | None = None  # The build just made, until its page is written.
 
@@ -106,6 +110,10 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
 
   # The shared machinery.
 
+  def __init_subclass__(cls, **kwargs: Any):
+    super().__init_subclass__(**kwargs)
+    cli.quiet(cls.__module__.split(".")[0])  # Under `tfds build` only.
+
   def __init__(self, *, workers: int | None = None, **kwargs: Any):
     super().__init__(**kwargs)
     configs.restore_alternative_file_formats(self.info)  # TFDS 4.9.10 drops them for configs in code.
@@ -126,6 +134,13 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
       configs.size_config(builder_config.split(":")[0])
     return super()._create_builder_config(builder_config, version)
 
+  def dataset_info_from_configs(self, **kwargs: Any) -> tfds.core.DatasetInfo:
+    """TFDS's, with the README's first paragraph as the description: `tfds build` prints the
+    description of every config it builds, and the README (the catalog's page) keeps the whole text."""
+    info = super().dataset_info_from_configs(**kwargs)
+    info.as_proto.description = (info.description or "").strip().split("\n\n")[0]
+    return info
+
   @tfds.core.utils.classproperty
   @classmethod
   def _checksums_path(cls) -> epath.Path:
@@ -141,17 +156,31 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     moved the files to their final folder, so its checksums are theirs. Also
     for a dataset built earlier without one; a no-op when it is there.
 
-    Before, what interrupted builds of this config left behind is removed
-    (`disk.remove_leftovers`); a disk that fills up anyway ends the build with
-    `disk.NotEnoughDiskSpace`, in the words of the check made before it."""
+    A second build of the config in the same data dir waits for the first
+    (`disk.config_lock`), then reuses what it built. Before, what interrupted
+    builds of this config left behind is removed (`disk.remove_leftovers`); a
+    disk that fills up anyway ends the build with `disk.NotEnoughDiskSpace`,
+    in the words of the check made before it."""
     config_dir = os.path.dirname(os.fspath(self.data_path))
     self._build = _Build()
     if disk.is_local(config_dir) and not self.data_path.exists():  # A built copy still loads read-only.
       disk.check_writable(self._full_name, config_dir)
-    with disk.config_lock(config_dir) if disk.is_local(config_dir) else contextlib.nullcontext(False) as locked:
+    waited = []
+
+    def wait(holder: str) -> None:
+      waited.append(holder)
+      self._say(f"another build of this config is running in {config_dir} ({holder}); waiting for it to end, "
+                "then reusing what it built.")
+
+    def take_over(holder: str) -> None:
+      self._say(f"the build of {holder} ended without finishing (killed?); this build takes over.")
+
+    lock = disk.config_lock(config_dir, wait, take_over) if disk.is_local(config_dir) else contextlib.nullcontext(False)
+    with lock as locked:
       if locked and (note := disk.remove_leftovers(config_dir)):
-        print(f"{self._full_name}: {note}", flush=True)
-        logging.warning(note)
+        self._say(note)
+      if waited and self.data_path.exists():
+        self.info.read_from_directory(self.data_path)  # Built meanwhile: TFDS reuses it; its info is that build's.
       try:
         super().download_and_prepare(**kwargs)
       except Exception as e:
@@ -164,8 +193,12 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
       except OSError as e:  # A read-only copy of a dataset still loads.
         logging.warning("Could not write the Croissant description in %s: %s", self.data_path, e)
       else:
-        logging.info("Wrote the Croissant description %s", path)
+        logging.debug("Wrote the Croissant description %s", path)
     self._write_report_page()
+
+  def _say(self, note: str) -> None:
+    """A line for the person running the build, named by config (printed once: not logged too)."""
+    print(f"{self._full_name}: {note}", flush=True)
 
   def _write_report_page(self) -> None:
     """`report.html` and `quality.csv` beside `dataset_info.json` (`report_page`)
@@ -207,6 +240,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     self.info.metadata.update(build.report.as_metadata())
     self.info.metadata.update(build_stats.metadata(built, self.info.features["label"].names))
     self.info.metadata["source"] = build.source_path
+    self.info.metadata["manual_dir"] = build.manual_dir  # For the command that builds a sibling config (`built`).
     sizes = {name: split.num_examples for name, split in self.info.splits.items()}
     # Printed by `download_and_prepare` once the page is written, with its path.
     self._built = _Built(build.report, sizes, {p.file_name: split for split, group in built.items() for p in group},
@@ -253,6 +287,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
 
   def _split_generators(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
     source = self._find_source(dl_manager)
+    manual_dir = manual_dir_or_none(dl_manager)
+    if manual_dir is not None and os.path.abspath(source).startswith(os.path.abspath(manual_dir)):
+      self._build.manual_dir = os.path.abspath(manual_dir)
     photos, self._build.report = self._scan(source, _scan_cache_dir(dl_manager))
     if not photos:
       raise ValueError(self._nothing_usable(source))
@@ -287,15 +324,26 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
   def _scan(self, source: Source, cache_dir: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
     """Scans `source`, or reuses the saved scan of the same, unchanged files;
     checks the disk space before the conversion starts. Fills the report's
-    quality flags from the photos' scores either way."""
-    cache = None
-    if cache_dir:
-      cache = cache_dir / f"{self.name}-{scan_cache.source_fingerprint(os.fspath(source))[:20]}.json"
+    quality flags from the photos' scores either way. Builds of other configs
+    scanning the same files at the same time wait for the first one's scan."""
+    if not cache_dir:
+      return self._scan_source(source, None)
+    cache = cache_dir / f"{self.name}-{scan_cache.source_fingerprint(os.fspath(source))[:20]}.json"
+    with contextlib.suppress(OSError):
+      os.makedirs(cache_dir, exist_ok=True)
+
+    def wait(holder: str) -> None:
+      self._say(f"another build is scanning {source} ({holder}); waiting to reuse its scan.")
+
+    with disk.exclusive(f"{cache}.lock", wait, remove=True):
       if cache.exists() and (saved := scan_cache.load_scan(cache)) is not None:
         logging.info("Reusing the scan of %s saved in %s", source, cache)
         self._check_disk_space(len(saved[0]), sum(p.nbytes for p in saved[0]), converts_in_scan=False)
         saved[1].quality_flags = build_stats.flag_rows(saved[0])  # From the saved scores, by today's thresholds.
         return saved
+      return self._scan_source(source, cache)
+
+  def _scan_source(self, source: epath.Path, cache: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
     size = self.builder_config.image_size
     # Beam workers convert on other machines; a bucket (gs://) holds no temporary file of ours.
     converts_in_scan = bool(size) and not self._build.beam and disk.is_local(self.data_dir)
@@ -354,6 +402,7 @@ class _Build:
   report: BuildReport = dataclasses.field(default_factory=BuildReport)
   split_photos: dict[str, list[records.Photo]] = dataclasses.field(default_factory=dict)  # Given to generation.
   source_path: str | None = None
+  manual_dir: str | None = None  # Where the source was found; None when it was downloaded.
   converted: converted.ConvertedImages | None = None  # What the scan converted already.
   needed_bytes: int = 0  # The disk check's estimate, for the out-of-space message.
 

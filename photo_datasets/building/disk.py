@@ -10,9 +10,10 @@
 * `out_of_space`: when the space runs out anyway, the same words.
 * `remove_leftovers`: the `incomplete.*` folders that builds killed before
   TFDS could clean up left in a config's folder (records, shuffle buckets),
-  removed by the next build of that config, which says what it freed. A lock
-  file keeps it from removing those of a build of the same config that is
-  still running.
+  removed by the next build of that config, which says what it freed.
+* `config_lock`: one build of a config at a time in a data dir; a second one
+  waits for the first, saying once who holds the config, then reuses what the
+  first built (`exclusive` says what the lock relies on).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import contextlib
 import errno
 import os
 import shutil
+import socket
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 from absl import logging
 
@@ -102,7 +105,7 @@ def advice(name: str, data_dir: str, needed: int, free: int) -> str:
 def preflight(name: str, data_dir: str, needed: int) -> None:
   """Raises `NotEnoughDiskSpace` when `needed` bytes will not fit in `data_dir`."""
   free = free_bytes(data_dir)
-  logging.info("%s needs about %s in %s; %s free.", name, _gb(needed), data_dir, _gb(free))
+  logging.debug("%s needs about %s in %s; %s free.", name, _gb(needed), data_dir, _gb(free))
   if needed > free:
     raise NotEnoughDiskSpace(errno.ENOSPC, advice(name, data_dir, needed, free))
 
@@ -128,40 +131,99 @@ def _size(path: str) -> int:
   return total
 
 
+def _holder() -> str:
+  return f"pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S %Z')}"
+
+
 @contextlib.contextmanager
-def config_lock(config_dir: str) -> Iterator[bool]:
-  """Holds the config folder's lock while a build runs; yields whether this
-  process got it (False: another build of the config is running). The kernel
-  releases it when the process dies, however it dies. A build that made
-  nothing (it failed before TFDS wrote a version folder) leaves no folder
-  and no lock behind."""
+def exclusive(path: str, on_wait: Callable[[str], None],
+              on_take_over: Callable[[str], None] = lambda holder: None, *, remove: bool = False) -> Iterator[bool]:
+  """Holds an exclusive lock on the file `path` (made if needed) and writes
+  who holds it there; yields True. When another process holds it, calls
+  `on_wait` once with what that process wrote (pid, host, since when), then
+  waits for it. Yields False without waiting where no lock can be had (the
+  file cannot be made, or its filesystem has no locks).
+
+  An `flock` lock is the kernel's: it goes when its process dies, however it
+  dies, so the lock of a dead process is taken over at once: `on_take_over`
+  is called with what it wrote, which only a holder that never let go leaves. On NFS, Linux turns
+  `flock` into a lock held by the server (NLM or NFSv4), which also excludes
+  a build on another host; the server frees a crashed host's lock when its
+  lease ends (90 s by default for NFSv4). Filesystems without locks
+  (some FUSE and Lustre mounts) give ENOLCK or EOPNOTSUPP: there nothing waits.
+  With `remove`, the file is removed as the lock is let go."""
   try:
     import fcntl
-  except ImportError:  # Not POSIX: no lock, and no leftovers removed.
+  except ImportError:  # Not POSIX.
     yield False
     return
-  made = [d for d in (os.path.dirname(config_dir), config_dir) if not os.path.isdir(d)]
-  try:
-    os.makedirs(config_dir, exist_ok=True)
-    lock = open(os.path.join(config_dir, _LOCK_FILE), "a")
-  except OSError:  # A read-only copy of a built dataset: nothing to clean, and it still loads.
-    yield False
-    return
-  with lock:
+  waited = False
+  while True:
     try:
-      fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+      if waited:  # The holder may have removed its folder as it left.
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+      lock = open(path, "a+")
+    except OSError:  # A read-only folder: a copy of a built dataset, which still loads.
       yield False
       return
     try:
+      fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+      if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+        lock.close()
+        logging.warning("Cannot lock %s (%s): builds sharing it are not kept from running at once.", path, e)
+        yield False
+        return
+      if not waited:
+        lock.seek(0)
+        on_wait(lock.read().strip() or "another process")
+        waited = True
+      fcntl.flock(lock, fcntl.LOCK_EX)
+    with contextlib.suppress(OSError):
+      if os.stat(path).st_ino == os.fstat(lock.fileno()).st_ino:
+        break  # Else the holder removed the file as it left: lock the one there now.
+    lock.close()
+  with lock:
+    lock.seek(0)
+    if (left := lock.read().strip()) and not waited:
+      on_take_over(left)
+    lock.truncate(0)
+    lock.write(_holder())
+    lock.flush()
+    try:
       yield True
     finally:
-      if made and os.listdir(config_dir) == [_LOCK_FILE]:
-        os.remove(lock.name)
+      with contextlib.suppress(OSError):
+        lock.truncate(0)
+        if remove:  # While still held: a process waiting on it then locks a new file.
+          os.remove(path)
+      fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def config_lock(config_dir: str, on_wait: Callable[[str], None] = lambda holder: None,
+                on_take_over: Callable[[str], None] = lambda holder: None, *, remove: bool = False) -> Iterator[bool]:
+  """Holds the config folder's lock while a build runs (`exclusive`): a second
+  build of the config waits for the first, told who holds it through
+  `on_wait`. Yields whether this process holds it (False where the folder or
+  its filesystem allows no lock). A build that made nothing (it failed before
+  TFDS wrote a version folder) leaves no folder and no lock behind."""
+  made = [d for d in (os.path.dirname(config_dir), config_dir) if not os.path.isdir(d)]
+  try:
+    os.makedirs(config_dir, exist_ok=True)
+  except OSError:  # A read-only copy of a built dataset: nothing to clean, and it still loads.
+    yield False
+    return
+  lock_path = os.path.join(config_dir, _LOCK_FILE)
+  with exclusive(lock_path, on_wait, on_take_over) as held:
+    try:
+      yield held
+    finally:
+      if held and made and os.listdir(config_dir) == [_LOCK_FILE]:
+        os.remove(lock_path)
         for folder in reversed(made):
           with contextlib.suppress(OSError):  # Not empty: another config was built there meanwhile.
             os.rmdir(folder)
-      fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def remove_leftovers(config_dir: str) -> str | None:

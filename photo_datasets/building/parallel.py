@@ -76,6 +76,7 @@ _TASK: Callable[[Any], Any] | None = None
 def _install(task: Callable[[Any], Any], parent: int) -> None:
   global _TASK
   _TASK = task
+  signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle: no traceback per worker.
   _die_with(parent)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import os
 from collections.abc import Callable, Iterable, Iterator
 
 from tensorflow_datasets.core.utils import tqdm_utils
@@ -70,6 +71,18 @@ class _Inspect:
     return _Scanned(photo, image, bool(candidate.crop) and box is None, features)
 
 
+def _second_copies(twice: dict[tuple[str, str], list[str]]) -> list[str]:
+  """One warning for all the files found twice (a zip and its extracted copy: the whole corpus), naming
+  where the copies read and those left out lie."""
+  if not twice:
+    return []
+  names = sorted(name for group in twice.values() for name in group)
+  kept = os.path.commonpath([k for k, _ in twice]) if len(twice) > 1 else next(iter(twice))[0]
+  left = os.path.commonpath([d for _, d in twice]) if len(twice) > 1 else next(iter(twice))[1]
+  return [f"{len(names):,} files appear twice in the source (e.g. {names[0]}): read the copies in {kept}, "
+          f"left out those in {left}"]
+
+
 def _crashed(candidate: Candidate) -> Skipped:
   return Skipped(candidate.file_name,
                  "checking or converting it killed the worker process (out of memory or a decoder crash)")
@@ -84,14 +97,15 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
   natural order, or None), also groups the series (`series.groups`)."""
 
   def first_copies() -> Iterator[Candidate]:
-    seen = set()
+    kept_at: dict[str, str] = {}  # file_name -> where its first copy lies.
+    twice: dict[tuple[str, str], list[str]] = collections.defaultdict(list)  # (kept, left out) -> names.
     for candidate in tqdm_utils.tqdm(candidates, desc="Scanning", unit=" files"):
-      if candidate.file_name in seen:
-        report.warnings.append(
-            f"{candidate.file_name} appears twice in the source; kept the first copy")
+      if candidate.file_name in kept_at:
+        twice[kept_at[candidate.file_name], candidate.location[0]].append(candidate.file_name)
         continue
-      seen.add(candidate.file_name)
+      kept_at[candidate.file_name] = candidate.location[0]
       yield candidate
+    report.warnings += _second_copies(twice)
 
   photos = []
   features: dict[str, bytes] = {}  # Only until the series are found: never saved.

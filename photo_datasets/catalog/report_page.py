@@ -210,9 +210,10 @@ def _skipped_images(source: str | None, names: Iterable[str]) -> dict[str, bytes
 
 
 def write(builder: Any, *, split_of: Mapping[str, str] | None = None,
-          source_images: ImageSource | None = None, build_seconds: float | None = None) -> str:
+          source_images: ImageSource | None = None, build_seconds: float | None = None,
+          out_dir: str | os.PathLike[str] | None = None) -> str:
   """Writes `report.html` and `quality.csv` of the config `builder` has built into its
-  `data_path`; returns the page's path.
+  `data_path` (or `out_dir`); returns the page's path.
 
   Args:
     builder: the builder of a built config.
@@ -239,4 +240,4 @@ def write(builder: Any, *, split_of: Mapping[str, str] | None = None,
   else:
     photos = source_images(stored) if source_images and stored else {}
   photos.update(_skipped_images(page.source, skipped))
-  return write_files(builder.data_path, page, photos)
+  return write_files(builder.data_path if out_dir is None else out_dir, page, photos)

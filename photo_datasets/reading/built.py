@@ -5,8 +5,11 @@ builds it)."""
 from __future__ import annotations
 
 import contextlib
+import glob
 import importlib
+import json
 import os
+import pathlib
 import shlex
 from typing import Any
 
@@ -50,17 +53,46 @@ def _registered(builder: Any, data_dir: str | os.PathLike[str] | None) -> Any:
   return cls(config=builder.builder_config.name, version=str(builder.version), data_dir=data_dir)
 
 
+# Stands for the manual dir in a command where no build recorded one.
+MANUAL_DIR = "MANUAL_DIR"
+
+
 def build_command(builder: tfds.core.DatasetBuilder) -> str:
   """The `tfds build` command that builds `builder`'s config, as it runs from any folder (`--imports`
-  registers the builder; the manual dir named is TFDS's default, spelled out, where the source goes)."""
+  registers the builder). The manual dir is the one another config of the dataset in the same data dir
+  was built from (`info.metadata["manual_dir"]`, the latest build's), else TFDS's default where it holds
+  something, else `MANUAL_DIR`, to be replaced (`not_built` says so). A dataset that downloads its
+  source itself gets none unless a sibling was built from one."""
   root = os.fspath(builder.data_dir_root)
   words = ["tfds", "build", builder.name, "--imports", type(builder).__module__.split(".")[0],
            "--config", builder.builder_config.name, "--data_dir", root]
   if builder.MANUAL_DOWNLOAD_INSTRUCTIONS:
-    words += ["--manual_dir", os.path.join(root, "downloads", "manual")]
+    recorded = _recorded_manual_dir(builder)
+    default = os.path.join(root, "downloads", "manual")
+    if recorded:
+      words += ["--manual_dir", recorded]
+    elif recorded is None and not getattr(builder, "DOWNLOADS_ITS_SOURCE", False):
+      words += ["--manual_dir", default if os.path.isdir(default) and os.listdir(default) else MANUAL_DIR]
   return shlex.join(words)
+
+
+def _recorded_manual_dir(builder: tfds.core.DatasetBuilder) -> str | None:
+  """The manual dir the latest built config of the dataset was built from ("" for a downloaded
+  source), where it still exists; None where no config records one."""
+  builds = []
+  for path in glob.glob(os.path.join(glob.escape(os.fspath(builder.data_dir_root)), builder.name, "*", "*",
+                                     "metadata.json")):
+    with contextlib.suppress(OSError, ValueError):
+      metadata = json.loads(pathlib.Path(path).read_text("utf-8"))
+      if "manual_dir" in metadata and (not metadata["manual_dir"] or os.path.isdir(metadata["manual_dir"])):
+        builds.append((os.path.getmtime(path), metadata["manual_dir"] or ""))
+  return max(builds)[1] if builds else None
 
 
 def not_built(name: str, builder: tfds.core.DatasetBuilder) -> str:
   """What a reader of a config that is not built is told: where it looked, and the command that builds it."""
-  return f"{name} is not built in {builder.data_dir_root}. Build it first:\n  {build_command(builder)}"
+  command = build_command(builder)
+  placeholder = (f"\n(replace {MANUAL_DIR} by the folder holding the download: see "
+                 f"`tfds.builder_cls({builder.name!r}).MANUAL_DOWNLOAD_INSTRUCTIONS`)"
+                 if MANUAL_DIR in shlex.split(command) else "")
+  return f"{name} is not built in {builder.data_dir_root}. Build it first:\n  {command}{placeholder}"
