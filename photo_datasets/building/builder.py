@@ -42,7 +42,7 @@ import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
 
-from photo_datasets.building import configs, converted, disk, generation, parallel, scan, scan_cache, sharding
+from photo_datasets.building import configs, converted, disk, generation, parallel, scan, scan_cache, sharding, writing
 from photo_datasets.catalog import build_stats, croissant
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, records, splits
@@ -76,6 +76,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
   READER: type[generation.Reader] = generation.FileReader
   # Shown first on the build report page (`report_page`), e.g. who may see it.
   REPORT_NOTE = ""
+  # Records serialised and written by the workers (`writing`); False: by TFDS's writer, in this process.
+  WRITE_IN_WORKERS = True
   _build: _Build  # The build in progress (`download_and_prepare`).
   _built: _Built | None = None  # The build just made, until its page is written.
 
@@ -247,7 +249,15 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
   def _generate_splits(self, dl_manager: tfds.download.DownloadManager,
                        download_config: tfds.download.DownloadConfig) -> Any:
     # Our count of record files per split (`sharding`), unless --num_shards says.
-    return super()._generate_splits(dl_manager, sharding.with_policy(download_config))
+    download_config = sharding.with_policy(download_config)
+    if (self._build.beam or not self.WRITE_IN_WORKERS or download_config.max_examples_per_split is not None
+        or download_config.nondeterministic_order or self.info.disable_shuffling):
+      return super()._generate_splits(dl_manager, download_config)
+    shard_config, example_writer = download_config.get_shard_config(), self._example_writer()
+    return [writing.write_split(split, name, filename_template=self._get_filename_template(name),
+                                features=self.info.features, shard_config=shard_config,
+                                example_writer=example_writer, ignore_duplicates=download_config.ignore_duplicates)
+            for name, split in self._split_generators(dl_manager).items()]
 
   def _split_generators(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
     source = self._find_source(dl_manager)
@@ -270,9 +280,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):  # 
     if self._build.beam:
       from photo_datasets.building import beam_generation  # Needs apache_beam.
       return beam_generation.ConvertSplit(photos, make, self.READER, self._beam_skips_dir, split)
-    return generation.generate_locally(
-        photos, make, self.READER(), self._build.report.skipped_files, workers=self.workers,
-        converted=self._build.converted)
+    return generation.LocalSplit(photos, make, self.READER(), self._build.report.skipped_files, self.workers,
+                                 self._build.converted)
 
   @property
   def _beam_skips_dir(self) -> epath.Path:
