@@ -119,6 +119,9 @@ class _Serialize:
     path, offset = _spill(self.folder, hkey, record)
     return _Spilled(hkey, path, offset, len(record))
 
+  def crashed(self, item: tuple[int, generation.Source | None]) -> Skipped:
+    return generation.crashed((self.photos[item[0]], b""))
+
 
 @dataclasses.dataclass(frozen=True)
 class _Shard:
@@ -204,7 +207,7 @@ def _serialize(split: generation.LocalSplit, name: str, folder: str, features: A
   seen: set[int] = set()
   try:
     with split.reader:
-      for result in parallel.ordered_map(serialize, items(), workers=split.workers, on_crash=generation.crashed):
+      for result in parallel.ordered_map(serialize, items(), workers=split.workers, on_crash=serialize.crashed):
         if isinstance(result, Skipped):
           split.skipped.append(result)
           continue
