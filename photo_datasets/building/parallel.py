@@ -133,6 +133,7 @@ def ordered_map(
     on_crash: Callable[[Item], Result],
     inline: Callable[[Item], bool] | None = None,
     chunk: int = _CHUNK,
+    in_flight: int | None = None,
 ) -> Iterator[Result]:
   """Yields `task(item)` for every item, in order, computed on `workers` processes.
 
@@ -144,11 +145,13 @@ def ordered_map(
     inline: items for which it is true are computed here, not sent to a worker
       (work too small to pay for the transfer).
     chunk: items sent to a worker at a time (1 for large tasks).
+    in_flight: chunks sent and not yet returned, at most; default 2 per worker.
   """
   if workers <= 1:
     yield from map(task, items)
     return
   pending: collections.deque[tuple[list[Item], futures.Future[list[Result]]]] = collections.deque()
+  in_flight = in_flight or workers * _CHUNKS_IN_FLIGHT_PER_WORKER
   pool = _pool(task, workers)
   batch: list[Item] = []
 
@@ -166,7 +169,7 @@ def ordered_map(
         batch.append(item)
         if len(batch) == chunk:
           send_chunk()
-      while len(pending) >= workers * _CHUNKS_IN_FLIGHT_PER_WORKER:
+      while len(pending) >= in_flight:
         results, pool = _next(pending, pool, task, workers, on_crash)
         yield from results
     send_chunk()

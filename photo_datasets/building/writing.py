@@ -15,8 +15,9 @@ whole build. Here the worker processes do it, in two passes over the split:
    `sharding` policy, or `--num_shards`), cuts them where TFDS cuts
    (`shard_utils.get_shard_boundaries`), and the workers write whole shards,
    each with the config's `ExampleWriter`. A hash range's spill files are
-   removed once every shard that reads them is written, so the disk holds the
-   split about once, as with TFDS's shuffle buckets.
+   removed once every shard that reads them is written, and a sixteenth of a
+   split's shards at most are written at once, so the disk holds the split
+   about once, as with TFDS's shuffle buckets.
 
 Same order, same cuts, same names and sizes: the same files, and the same
 `SplitInfo` (`shard_lengths`, `num_bytes`). The spill files lie in the build's
@@ -49,6 +50,9 @@ from photo_datasets.photos.records import Photo
 
 # Spill files per worker and split: hash ranges the second pass removes one by one.
 SPILL_RANGES = 64
+# Shards being written at once, at most, as a share of a split's: the spill files
+# they read are still there, so the disk holds this much of the split twice.
+SHARDS_IN_FLIGHT = 1 / 16
 
 # A record in the spill files: (hash of its key, spill file's number, offset, size).
 _Entry = tuple[int, int, int, int]
@@ -241,7 +245,8 @@ def _write_shards(entries: list[_Entry], spills: list[str], workers: int, filena
   folder = os.path.dirname(spills[0]) if spills else ""
   removed = 0  # Hash ranges whose spill files are gone.
   for index, _ in enumerate(parallel.ordered_map(_WriteShard(example_writer), shards(), workers=workers,
-                                                 on_crash=_shard_crashed, chunk=1)):
+                                                 on_crash=_shard_crashed, chunk=1,
+                                                 in_flight=max(2, int(num_shards * SHARDS_IN_FLIGHT)))):
     # The shards still to come start at the next one's first hash: the ranges below it are read.
     below = shuffle.get_bucket_number(entries[ends[index]][0], SPILL_RANGES) if index + 1 < num_shards else SPILL_RANGES
     for hash_range in range(removed, below):
