@@ -94,7 +94,8 @@ def _gb(n: int) -> str:
 
 def advice(name: str, data_dir: str, needed: int, free: int) -> str:
   return (f"Not enough disk space to build {name}: it needs about {_gb(needed)} in {data_dir} "
-          f"(its records, and their temporary copies while they are sorted into shards), and {_gb(free)} is free there. "
+          f"(its records, and their temporary copies while they are sorted into shards), "
+          f"and {_gb(free)} is free there. "
           f"Free some space, build into another folder with --data_dir, or build fewer configs "
           f"(--config 224 needs far less than full).")
 

@@ -58,14 +58,9 @@ SHARDS_IN_FLIGHT = 1 / 16
 _Entry = tuple[int, int, int, int]
 
 
-@dataclasses.dataclass(frozen=True)
-class _Spilled:
-  """Where a worker put one serialised example."""
-
-  hkey: int
-  path: str
-  offset: int
-  size: int
+# Where a worker put one serialised example: (hash of its key, spill file, offset, size).
+# A tuple: the main process unpickles one per photo.
+_Spilled = tuple[int, str, int, int]
 
 
 # This process's open spill files: (process id, folder) -> hash range -> file.
@@ -121,7 +116,7 @@ class _Serialize:
       raise ValueError(f"Failed to encode the example of {key}: {type(e).__name__}: {e}") from e
     hkey = self._hasher.hash_key(key)
     path, offset = _spill(self.folder, hkey, record)
-    return _Spilled(hkey, path, offset, len(record))
+    return hkey, path, offset, len(record)
 
   def crashed(self, item: tuple[int, generation.Source | None]) -> Skipped:
     return generation.crashed((self.photos[item[0]], b""))
@@ -215,13 +210,13 @@ def _serialize(split: generation.LocalSplit, name: str, folder: str, features: A
         if isinstance(result, Skipped):
           split.skipped.append(result)
           continue
-        if result.hkey in seen:
+        hkey, path, offset, size = result
+        if hkey in seen:
           if ignore_duplicates:  # As TFDS: the first one stays.
             continue
-          raise shuffle.DuplicatedKeysError(result.path, result.offset)
-        seen.add(result.hkey)
-        number = spill_numbers.setdefault(result.path, len(spill_numbers))
-        entries.append((result.hkey, number, result.offset, result.size))
+          raise shuffle.DuplicatedKeysError(path, offset)
+        seen.add(hkey)
+        entries.append((hkey, spill_numbers.setdefault(path, len(spill_numbers)), offset, size))
   finally:
     _close_spills(folder)
   if not entries:
@@ -238,7 +233,7 @@ def _write_shards(entries: list[_Entry], spills: list[str], workers: int, filena
   starts = [0, *ends[:-1]]
 
   def shards() -> Iterator[_Shard]:
-    for index, (start, end) in enumerate(zip(starts, ends)):
+    for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
       path = os.fspath(filename_template.sharded_filepath(shard_index=index, num_shards=num_shards))
       yield _Shard(path, [(hkey, spills[spill], offset, size) for hkey, spill, offset, size in entries[start:end]])
 
@@ -253,4 +248,4 @@ def _write_shards(entries: list[_Entry], spills: list[str], workers: int, filena
       for path in glob.glob(os.path.join(folder, f"{hash_range:03d}-*.spill")):
         os.remove(path)
     removed = max(removed, below)
-  return [end - start for start, end in zip(starts, ends)]
+  return [end - start for start, end in zip(starts, ends, strict=True)]
