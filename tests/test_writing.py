@@ -9,6 +9,10 @@ import inspect
 import os
 import pathlib
 import re
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 import tensorflow_datasets as tfds
@@ -75,6 +79,49 @@ def test_num_shards_is_honoured_as_tfds_honours_it(tmp_path, monkeypatch):
   theirs = _build(tmp_path / "tfds", "flowers_dataset/32", monkeypatch, in_workers=False, num_shards=5)
   _assert_same_files(ours, theirs)
   assert {split: info.num_shards for split, info in ours.info.splits.items()} == dict.fromkeys(ours.info.splits, 5)
+
+
+# A build slowed down while its workers spill the train split.
+_SLOW_BUILD = """
+import sys, time
+import flowers_dataset
+from photo_datasets import testing
+from photo_datasets.building import writing
+real = writing._spill
+def slow(folder, hkey, record):
+  if folder.endswith("train.spill") and not getattr(slow, "said", False):
+    slow.said = True
+    print("SPILLING", flush=True)
+  time.sleep(0.5)
+  return real(folder, hkey, record)
+writing._spill = slow
+testing.build("flowers_dataset/64", sys.argv[1], sys.argv[2], workers=2)
+"""
+
+
+def test_ctrl_c_while_the_workers_write_leaves_nothing(tmp_path):
+  data_dir = tmp_path / "data"
+  build = subprocess.Popen([sys.executable, "-c", _SLOW_BUILD, str(data_dir), str(SOURCES["flowers_dataset"])],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+  try:
+    assert build.stdout is not None
+    assert any("SPILLING" in line for line in build.stdout), "the build never spilled its train split"
+    os.killpg(build.pid, signal.SIGINT)  # As a terminal sends Ctrl-C: to the build and its workers.
+    assert build.wait(timeout=60) != 0
+  finally:
+    build.kill()
+    build.wait()
+  deadline = time.monotonic() + 10
+  while time.monotonic() < deadline:
+    try:
+      os.killpg(build.pid, 0)
+    except ProcessLookupError:
+      break
+    time.sleep(0.2)
+  else:
+    pytest.fail("a worker outlived the interrupted build")
+  left = [p.relative_to(data_dir) for p in data_dir.rglob("*")]
+  assert not [p for p in left if "incomplete." in str(p) or "spill" in str(p) or ".tfrecord" in str(p)], left
 
 
 def test_the_private_hooks_are_shaped_as_read():
