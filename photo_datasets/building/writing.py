@@ -189,11 +189,11 @@ def _serialize(split: generation.LocalSplit, name: str, folder: str, features: A
                ignore_duplicates: bool) -> tuple[list[_Entry], list[str]]:
   """Pass 1: every photo spilled; their entries sorted by hash, and the spill files' paths."""
   serialize = _Serialize(split.photos, split.make, features, name, folder)
-  converted, size = split.converted, split.make.image_size
+  converted, image_size = split.converted, split.make.image_size
 
   def items() -> Iterator[tuple[int, generation.Source | None]]:
     for index, photo in enumerate(split.photos):
-      image = converted.take(photo, size) if converted is not None else None
+      image = converted.take(photo, image_size) if converted is not None else None
       if image is not None:
         yield index, generation.Converted(image)
       elif photo.span is None:  # Only the builder's reader can read it: here.
