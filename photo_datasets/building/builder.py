@@ -23,8 +23,8 @@ A dataset subclasses it and provides, besides TFDS's `_info`:
   (default: the files with an image suffix under `source`).
 
 Everything else is shared: the size configs, the scan on every core and its
-reuse across configs, the split rule, generation on every core (or on Apache
-Beam with `--beam_pipeline_options`), the build report, printed at the end
+reuse across configs, the split rule, generation and the records' writing on
+every core (`writing`; or on Apache Beam with `--beam_pipeline_options`), the build report, printed at the end
 of every build and kept in `builder.info.metadata`, and `croissant.json`, the
 Croissant description of the built config (`croissant.py`).
 """
