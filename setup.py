@@ -19,6 +19,8 @@ setuptools.setup(
     },
     install_requires=[
         "tensorflow>=2.16",
+        # Pinned: the records are written through private hooks read in this version
+        # (photo_datasets/building/writing.py; tests/test_writing.py checks their shape).
         "tensorflow-datasets==4.9.10",
         "keras>=3",
         "pillow>=10",

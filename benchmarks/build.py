@@ -20,6 +20,12 @@ of the main process (`VmHWM`) and of the largest worker (`getrusage`; it
 counts the pages a forked worker shares with the main process). `--rss A B`
 also builds `224` from A and from B generated photos and compares the peaks.
 
+`--main_cpu A B` measures instead what the main process spends per photo
+beyond start-up, with the package's writer (records written by the workers)
+and with TFDS's own writer side by side: `224` (scan included) then `full`
+(scan reused) built from A and from B photos, the difference of the main
+process's CPU seconds over B - A photos.
+
 `--steps` times instead each step of one photo's work on one core (the scan's
 decode and hashes, the conversion, SHA-256, the naive loop's decode).
 
@@ -244,12 +250,15 @@ def naive_loop(manual_dir: str) -> tuple[int, float]:
 
 
 def _build_in_this_process(config: str, manual_dir: str, data_dir: str, workers: int,
-                           tfds_buffer_mb: int) -> None:
+                           tfds_buffer_mb: int, writer: str = "workers") -> None:
   import tensorflow as tf  # noqa: F401  (TFDS imports it lazily: 3 s that are no build's work)
   import tensorflow_datasets as tfds
   from tensorflow_datasets.core import shuffle
+
+  from photo_datasets.building import builder as photo_builder
   if tfds_buffer_mb:  # A measuring device only: isolates this package's memory from TFDS's.
     shuffle.MAX_MEM_BUFFER_SIZE = tfds_buffer_mb << 20
+  photo_builder.PhotoBuilder.WRITE_IN_WORKERS = writer == "workers"
 
   import korean_food  # noqa: F401  (registers the builder)
   builder = tfds.builder(f"korean_food/{config}", data_dir=data_dir, workers=workers)
@@ -273,11 +282,13 @@ def _peak_rss_mb() -> float:
   return int(line.split()[1]) / 1024
 
 
-def build(config: str, manual_dir: str, data_dir: str, workers: int, tfds_buffer_mb: int = 0) -> dict:
-  """Builds in a fresh process, so peak RSS is this build's alone."""
+def build(config: str, manual_dir: str, data_dir: str, workers: int, tfds_buffer_mb: int = 0,
+          writer: str = "workers") -> dict:
+  """Builds in a fresh process, so peak RSS is this build's alone; `writer`
+  "tfds" writes the records with TFDS's own writer, in the main process."""
   out = subprocess.run(
       [sys.executable, __file__, "--_build", config, manual_dir, data_dir, str(workers),
-       str(tfds_buffer_mb)],
+       str(tfds_buffer_mb), writer],
       check=True, capture_output=True, text=True)
   (line,) = [entry for entry in out.stdout.splitlines() if entry.startswith("RESULT ")]
   return json.loads(line.removeprefix("RESULT "))
@@ -315,6 +326,32 @@ def download_forms(workdir: str, count: int, rounds: int, workers: int, piece_mb
           f"{cpu / base_cpu:10.3f}")
 
 
+def main_process_cpu(workdir: str, counts: list[int], workers: int, realdata: Any) -> None:
+  """The main process's CPU per photo beyond start-up, with each writer: builds of
+  `224` (scan included) then `full` (scan reused) from A and from B photos; the
+  difference of their CPU over the difference of their photos."""
+  rows: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+  for count in counts:
+    manual = f"{workdir}/manual_{count}"
+    corpus = benchmark_corpus.write_kfood_zip(manual, count, seed=count, realdata=realdata)
+    for writer in ("workers", "tfds"):
+      data_dir = f"{workdir}/data_{count}_{writer}"
+      for config in ("224", "full"):
+        rows.setdefault((config, writer), {})[count] = build(config, manual, data_dir, workers, writer=writer)
+      shutil.rmtree(data_dir)
+    shutil.rmtree(manual)
+  machine = harness.machine()
+  small, large = counts
+  print(f"\n{corpus}; builds of {small} and {large} photos, {workers} workers; {machine['cores_usable']} cores "
+        f"({machine['cpu_model']}, load {machine['load_average']})")
+  print(f"{'build':34} {'main CPU ms/photo':>18} {'all CPU ms/photo':>17} {'main share':>11} {'wall s (B)':>11}")
+  for (config, writer), by_count in rows.items():
+    main = (by_count[large]["main_cpu_seconds"] - by_count[small]["main_cpu_seconds"]) / (large - small) * 1e3
+    every = (by_count[large]["cpu_seconds"] - by_count[small]["cpu_seconds"]) / (large - small) * 1e3
+    label = f"{config}{', scan reused' if config == 'full' else ', scan included'}, {writer} writer"
+    print(f"{label:34} {main:18.3f} {every:17.2f} {main / every:11.0%} {by_count[large]['seconds']:11.1f}")
+
+
 def read_rate(data_dir: str) -> tuple[int, float]:
   import tensorflow_datasets as tfds
 
@@ -350,12 +387,18 @@ def main() -> None:
                       help="only compare 224 builds of kfood.zip, its pieces, download.tar and a name-order join, "
                            "R interleaved rounds")
   parser.add_argument("--piece_mb", type=int, default=16, help="with --download_forms: the pieces' size")
+  parser.add_argument("--main_cpu", type=int, nargs=2, metavar=("A", "B"),
+                      help="the main process's CPU per photo beyond start-up (see above)")
   parser.add_argument("--workdir", default="/tmp/photo_datasets_bench")
-  parser.add_argument("--_build", nargs=5, help=argparse.SUPPRESS)
+  parser.add_argument("--_build", nargs=6, help=argparse.SUPPRESS)
   args = parser.parse_args()
   if args._build:
-    config, manual_dir, data_dir, workers, tfds_buffer_mb = args._build
-    _build_in_this_process(config, manual_dir, data_dir, int(workers), int(tfds_buffer_mb))
+    config, manual_dir, data_dir, workers, tfds_buffer_mb, writer = args._build
+    _build_in_this_process(config, manual_dir, data_dir, int(workers), int(tfds_buffer_mb), writer)
+    return
+  if args.main_cpu:
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    main_process_cpu(args.workdir, args.main_cpu, args.workers, None if args.generated else benchmark_corpus.REALDATA)
     return
   if args.scaling:
     scaling(args.scaling, args.images)

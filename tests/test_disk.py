@@ -69,7 +69,7 @@ def test_the_check_before_the_scan_asks_for_the_estimate_and_stops_one_byte_shor
   assert checks.asked == [needed]
   assert str(raised.value) == (
       f"[Errno 28] Not enough disk space to build flowers_dataset/{config}: it needs about {needed / 1e6:.0f} MB "
-      f"in {tmp_path / 'data'} (its records, and TFDS's temporary files while it shuffles them), and "
+      f"in {tmp_path / 'data'} (its records, and their temporary copies while they are sorted into shards), and "
       f"{(needed - 1) / 1e6:.0f} MB is free there. Free some space, build into another folder with --data_dir, "
       f"or build fewer configs (--config 224 needs far less than full).")
   # Nothing half-built is left, and nothing was scanned (no saved scan).

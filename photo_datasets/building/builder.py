@@ -28,8 +28,8 @@ A dataset subclasses it and provides, besides TFDS's `_info`:
   (default: the files with an image suffix under `source`).
 
 Everything else is shared: the size configs, the scan on every core and its
-reuse across configs, the split rule, generation on every core (or on Apache
-Beam with `--beam_pipeline_options`), the build report, printed at the end
+reuse across configs, the split rule, generation and the records' writing on
+every core (`writing`; or on Apache Beam with `--beam_pipeline_options`), the build report, printed at the end
 of every build and kept in `builder.info.metadata`, and `croissant.json`, the
 Croissant description of the built config (`croissant.py`).
 """
@@ -38,16 +38,28 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
 
-from photo_datasets.building import cli, configs, converted, disk, generation, parallel, scan, scan_cache, sharding
+from photo_datasets.building import (
+  cli,
+  configs,
+  converted,
+  disk,
+  generation,
+  parallel,
+  scan,
+  scan_cache,
+  sharding,
+  writing,
+)
 from photo_datasets.catalog import build_stats, croissant
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, records, splits
@@ -85,6 +97,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
   # Shown first on the build report page (`report_page`), e.g. who may see it.
   REPORT_NOTE = ""
   DOWNLOADS_ITS_SOURCE = False
+  # Records serialised and written by the workers (`writing`); False: by TFDS's writer, in this process.
+  WRITE_IN_WORKERS = True
   _build: _Build  # The build in progress (`download_and_prepare`).
   _built: _Built | None = None  # The build just made, until its page is written.
 
@@ -161,40 +175,41 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     builds of this config left behind is removed (`disk.remove_leftovers`); a
     disk that fills up anyway ends the build with `disk.NotEnoughDiskSpace`,
     in the words of the check made before it."""
-    config_dir = os.path.dirname(os.fspath(self.data_path))
-    self._build = _Build()
-    if disk.is_local(config_dir) and not self.data_path.exists():  # A built copy still loads read-only.
-      disk.check_writable(self._full_name, config_dir)
-    waited = []
+    with _loaded_objects_frozen():
+      config_dir = os.path.dirname(os.fspath(self.data_path))
+      self._build = _Build()
+      if disk.is_local(config_dir) and not self.data_path.exists():  # A built copy still loads read-only.
+        disk.check_writable(self._full_name, config_dir)
+      waited = []
 
-    def wait(holder: str) -> None:
-      waited.append(holder)
-      self._say(f"another build of this config is running in {config_dir} ({holder}); waiting for it to end, "
-                "then reusing what it built.")
+      def wait(holder: str) -> None:
+        waited.append(holder)
+        self._say(f"another build of this config is running in {config_dir} ({holder}); waiting for it to end, "
+                  "then reusing what it built.")
 
-    def take_over(holder: str) -> None:
-      self._say(f"the build of {holder} ended without finishing (killed?); this build takes over.")
+      def take_over(holder: str) -> None:
+        self._say(f"the build of {holder} ended without finishing (killed?); this build takes over.")
 
-    lock = disk.config_lock(config_dir, wait, take_over) if disk.is_local(config_dir) else contextlib.nullcontext(False)
-    with lock as locked:
-      if locked and (note := disk.remove_leftovers(config_dir)):
-        self._say(note)
-      if waited and self.data_path.exists():
-        self.info.read_from_directory(self.data_path)  # Built meanwhile: TFDS reuses it; its info is that build's.
-      try:
-        super().download_and_prepare(**kwargs)
-      except Exception as e:
-        if disk.is_out_of_space(e) and not isinstance(e, disk.NotEnoughDiskSpace):
-          raise disk.out_of_space(self._full_name, os.fspath(self._data_dir_root), self._build.needed_bytes) from e
-        raise
-    if not (self.data_path / croissant.FILE_NAME).exists():
-      try:
-        path = croissant.write(self.info, self.data_path)
-      except OSError as e:  # A read-only copy of a dataset still loads.
-        logging.warning("Could not write the Croissant description in %s: %s", self.data_path, e)
-      else:
-        logging.debug("Wrote the Croissant description %s", path)
-    self._write_report_page()
+      local = disk.is_local(config_dir)
+      with disk.config_lock(config_dir, wait, take_over) if local else contextlib.nullcontext(False) as locked:
+        if locked and (note := disk.remove_leftovers(config_dir)):
+          self._say(note)
+        if waited and self.data_path.exists():
+          self.info.read_from_directory(self.data_path)  # Built meanwhile: TFDS reuses it; its info is that build's.
+        try:
+          super().download_and_prepare(**kwargs)
+        except Exception as e:
+          if disk.is_out_of_space(e) and not isinstance(e, disk.NotEnoughDiskSpace):
+            raise disk.out_of_space(self._full_name, os.fspath(self._data_dir_root), self._build.needed_bytes) from e
+          raise
+      if not (self.data_path / croissant.FILE_NAME).exists():
+        try:
+          path = croissant.write(self.info, self.data_path)
+        except OSError as e:  # A read-only copy of a dataset still loads.
+          logging.warning("Could not write the Croissant description in %s: %s", self.data_path, e)
+        else:
+          logging.debug("Wrote the Croissant description %s", path)
+      self._write_report_page()
 
   def _say(self, note: str) -> None:
     """A line for the person running the build, named by config (printed once: not logged too)."""
@@ -283,7 +298,23 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
   def _generate_splits(self, dl_manager: tfds.download.DownloadManager,
                        download_config: tfds.download.DownloadConfig) -> Any:
     # Our count of record files per split (`sharding`), unless --num_shards says.
-    return super()._generate_splits(dl_manager, sharding.with_policy(download_config))
+    download_config = sharding.with_policy(download_config)
+    if (self._build.beam or not self.WRITE_IN_WORKERS or download_config.max_examples_per_split is not None
+        or download_config.nondeterministic_order or self.info.disable_shuffling):
+      return super()._generate_splits(dl_manager, download_config)
+    made = self._split_generators(dl_manager)
+    if not all(isinstance(split, generation.LocalSplit) for split in made.values()):
+      # `_generate_examples` wrapped (TFDS's test harness checks the keys so): TFDS's writer, on what was made.
+      self._split_generators = lambda *args, **kwargs: made  # type: ignore[method-assign]
+      try:
+        return super()._generate_splits(dl_manager, download_config)
+      finally:
+        del self._split_generators
+    shard_config, example_writer = download_config.get_shard_config(), self._example_writer()
+    return [writing.write_split(split, name, filename_template=self._get_filename_template(name),
+                                features=self.info.features, shard_config=shard_config,
+                                example_writer=example_writer, ignore_duplicates=download_config.ignore_duplicates)
+            for name, split in made.items()]
 
   def _split_generators(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
     source = self._find_source(dl_manager)
@@ -309,9 +340,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     if self._build.beam:
       from photo_datasets.building import beam_generation  # Needs apache_beam.
       return beam_generation.ConvertSplit(photos, make, self.READER, self._beam_skips_dir, split)
-    return generation.generate_locally(
-        photos, make, self.READER(), self._build.report.skipped_files, workers=self.workers,
-        converted=self._build.converted)
+    return generation.LocalSplit(photos, make, self.READER(), self._build.report.skipped_files, self.workers,
+                                 self._build.converted)
 
   @property
   def _beam_skips_dir(self) -> epath.Path:
@@ -378,6 +408,21 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     return (f"No usable image in {source}: found {report.ignored_files} non-image "
             f"files and {len(report.skipped_files)} unusable ones{examples}\n"
             f"Expected:{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
+
+
+@contextlib.contextmanager
+def _loaded_objects_frozen() -> Iterator[None]:
+  """The garbage collector's full passes skip every object loaded before
+  (TensorFlow's, some 400,000): each pass cost the main process 0.3 s, and a
+  build makes many as its records of the photos accumulate."""
+  if gc.get_freeze_count():  # Frozen by the caller: left as it is.
+    yield
+    return
+  gc.freeze()
+  try:
+    yield
+  finally:
+    gc.unfreeze()
 
 
 def _scan_cache_dir(dl_manager: tfds.download.DownloadManager) -> epath.Path | None:

@@ -1,15 +1,15 @@
 """What a build needs of the disk, and what an interrupted one left on it.
 
 * `preflight`: before the conversion starts, the bytes a config will write
-  into the data dir (its records; TFDS's shuffle buckets, which live in the
-  build's `incomplete.*` folder and give way to the records as they are read;
+  into the data dir (its records; their spill files (`writing`), which live in
+  the build's `incomplete.*` folder and give way to the records as they are read;
   the images the scan converted, waiting for generation) against the free
   space there. When they will not fit, the build stops at once with
   `NotEnoughDiskSpace`, which says how much is needed, how much is free, where,
   and what to do. Checking free space first has been an open TODO in TFDS.
 * `out_of_space`: when the space runs out anyway, the same words.
 * `remove_leftovers`: the `incomplete.*` folders that builds killed before
-  TFDS could clean up left in a config's folder (records, shuffle buckets),
+  TFDS could clean up left in a config's folder (records, spill files),
   removed by the next build of that config, which says what it freed.
 * `config_lock`: one build of a config at a time in a data dir; a second one
   waits for the first, saying once who holds the config, then reuses what the
@@ -32,8 +32,8 @@ from absl import logging
 # Bytes per stored pixel of a sized config's JPEGs (quality 92): 0.48 measured
 # on the realistic benchmark corpus at 224 (24.2 KB a photo), with a margin.
 BYTES_PER_PIXEL = 0.55
-# Protobuf framing, TFRecord headers, TFDS's metadata and the shuffle bucket
-# being read while the records are written: a tenth on top.
+# Protobuf framing, TFRecord headers, TFDS's metadata and the spill files of
+# the shards being written (`writing.SHARDS_IN_FLIGHT`): a tenth on top.
 OVERHEAD = 1.1
 _SLACK = 8 << 20  # TFDS's metadata files, croissant.json.
 _LOCK_FILE = ".photo_datasets.lock"
@@ -97,7 +97,8 @@ def _gb(n: int) -> str:
 
 def advice(name: str, data_dir: str, needed: int, free: int) -> str:
   return (f"Not enough disk space to build {name}: it needs about {_gb(needed)} in {data_dir} "
-          f"(its records, and TFDS's temporary files while it shuffles them), and {_gb(free)} is free there. "
+          f"(its records, and their temporary copies while they are sorted into shards), "
+          f"and {_gb(free)} is free there. "
           f"Free some space, build into another folder with --data_dir, or build fewer configs "
           f"(--config 224 needs far less than full).")
 

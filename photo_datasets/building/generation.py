@@ -5,6 +5,8 @@ read back or converted is skipped and reported, never a reason to stop.
 
 * `generate_locally` (the default): the source is read in location order in
   this process and the conversions run on every core (`parallel`).
+  A `LocalSplit` is that, and what `writing` needs to serialise and write the
+  split's records on every core too.
 * `beam_generation.ConvertSplit` (with `tfds build --beam_pipeline_options=...`):
   the same step as an Apache Beam transform.
 """
@@ -121,7 +123,7 @@ class _Convert:
     return isinstance(data, (Skipped, Converted)) or not self.make.converts(photo)
 
 
-def _crashed(task: tuple[Photo, Source]) -> Skipped:
+def crashed(task: tuple[Photo, Source]) -> Skipped:
   return Skipped(task[0].file_name,
                  "conversion killed the worker process (out of memory or a decoder crash)")
 
@@ -146,8 +148,25 @@ def generate_locally(
   with reader:
     tasks = ((photo, source(photo)) for photo in photos)
     for result in parallel.ordered_map(
-        convert, tasks, workers=workers, on_crash=_crashed, inline=convert.inline):
+        convert, tasks, workers=workers, on_crash=crashed, inline=convert.inline):
       if isinstance(result, Skipped):
         skipped.append(result)
       else:
         yield result
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalSplit:
+  """A split generated on this machine: iterated, its examples (`generate_locally`,
+  for TFDS's writer); or serialised and written by the workers (`writing`)."""
+
+  photos: Sequence[Photo]  # In location order.
+  make: ExampleMaker
+  reader: Reader
+  skipped: list[Skipped]  # Where the photos skipped go.
+  workers: int
+  converted: ConvertedImages | None = None
+
+  def __iter__(self) -> Iterator[tuple[str, Example]]:
+    return generate_locally(self.photos, self.make, self.reader, self.skipped, workers=self.workers,
+                            converted=self.converted)

@@ -133,6 +133,8 @@ def ordered_map(
     workers: int,
     on_crash: Callable[[Item], Result],
     inline: Callable[[Item], bool] | None = None,
+    chunk: int = _CHUNK,
+    in_flight: int | None = None,
 ) -> Iterator[Result]:
   """Yields `task(item)` for every item, in order, computed on `workers` processes.
 
@@ -143,18 +145,21 @@ def ordered_map(
     on_crash: the result for an item whose worker process died twice.
     inline: items for which it is true are computed here, not sent to a worker
       (work too small to pay for the transfer).
+    chunk: items sent to a worker at a time (1 for large tasks).
+    in_flight: chunks sent and not yet returned, at most; default 2 per worker.
   """
   if workers <= 1:
     yield from map(task, items)
     return
   pending: collections.deque[tuple[list[Item], futures.Future[list[Result]]]] = collections.deque()
+  in_flight = in_flight or workers * _CHUNKS_IN_FLIGHT_PER_WORKER
   pool = _pool(task, workers)
-  chunk: list[Item] = []
+  batch: list[Item] = []
 
   def send_chunk() -> None:
-    if chunk:
-      pending.append((list(chunk), _submit(pool, list(chunk))))
-      chunk.clear()
+    if batch:
+      pending.append((list(batch), _submit(pool, list(batch))))
+      batch.clear()
 
   try:
     for item in items:
@@ -162,10 +167,10 @@ def ordered_map(
         send_chunk()  # What came before it stays before it.
         pending.append(([item], _done([task(item)])))
       else:
-        chunk.append(item)
-        if len(chunk) == _CHUNK:
+        batch.append(item)
+        if len(batch) == chunk:
           send_chunk()
-      while len(pending) >= workers * _CHUNKS_IN_FLIGHT_PER_WORKER:
+      while len(pending) >= in_flight:
         results, pool = _next(pending, pool, task, workers, on_crash)
         yield from results
     send_chunk()

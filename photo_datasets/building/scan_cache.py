@@ -37,7 +37,7 @@ def save_scan(path: epath.Path, photos: list[Photo], report: BuildReport) -> Non
   """Writes the scan durably (flushed to disk, then renamed into place); a
   read-only folder only costs a rescan later."""
   rows = [[p.file_name, list(p.location), p.digest, _check_row(p.check), p.box, p.group_digest,
-           dataclasses.astuple(p.span) if p.span else None, p.nbytes, p.quality, list(p.moments)]
+           _fields(p.span) if p.span else None, p.nbytes, p.quality, list(p.moments)]
           for p in photos]
   text = json.dumps({"format": _SCAN_FORMAT, "photos": rows, "report": report.as_metadata()})
   try:
@@ -65,8 +65,14 @@ def write_durably(path: str, data: bytes) -> None:
       os.close(fd)
 
 
+def _fields(flat: Any) -> list[Any]:
+  """A dataclass of plain values as a list: `dataclasses.astuple` without its deep copies
+  (0.4 ms of the main process per photo)."""
+  return [getattr(flat, field.name) for field in dataclasses.fields(flat)]
+
+
 def _check_row(check: images.ImageCheck) -> list[object]:
-  *fields, hashes, padding = dataclasses.astuple(check)
+  *fields, hashes, padding = _fields(check)
   return [*fields, base64.b64encode(hashes).decode("ascii"), padding]
 
 

@@ -1,0 +1,255 @@
+"""A split's records written on every core, byte for byte what TFDS's own writer writes.
+
+Without Beam, TFDS (`tfds.core.writer.Writer`) encodes, serialises, shuffles
+and writes every example of a split in the main process, one core for the
+whole build. Here the worker processes do it, in two passes over the split:
+
+1. Each worker converts its photos (`generation.convert_or_skip`), encodes and
+   serialises each example with the config's features (TFDS's
+   `ExampleSerializer`) and appends the record to its own spill files, one per
+   range of the key's hash: the MD5 of the split's name and the example's key
+   (`hashing.Hasher`), TFDS's shuffle order. The main process keeps four
+   numbers per record.
+2. The main process sorts those by hash, counts the shards as TFDS does
+   (`ShardConfig.get_number_shards` on the records' total size: the package's
+   `sharding` policy, or `--num_shards`), cuts them where TFDS cuts
+   (`shard_utils.get_shard_boundaries`), and the workers write whole shards,
+   each with the config's `ExampleWriter`. A hash range's spill files are
+   removed once every shard that reads them is written, and a sixteenth of a
+   split's shards at most are written at once, so the disk holds the split
+   about once, as with TFDS's shuffle buckets.
+
+Same order, same cuts, same names and sizes: the same files, and the same
+`SplitInfo` (`shard_lengths`, `num_bytes`). The spill files lie in the build's
+`incomplete.*` folder, which TFDS removes when a build fails or is stopped,
+and the next build when it was killed (`disk.remove_leftovers`).
+
+This relies on private parts of tensorflow-datasets (pinned in setup.py;
+tests/test_writing.py checks their shape and compares the files both writers
+make).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import glob
+import os
+import shutil
+from collections.abc import Iterator, Sequence
+from typing import Any, BinaryIO
+
+import tensorflow_datasets as tfds
+from tensorflow_datasets.core import example_serializer, hashing, shuffle
+from tensorflow_datasets.core import writer as tfds_writer
+from tensorflow_datasets.core.utils import shard_utils
+
+from photo_datasets.building import generation, parallel
+from photo_datasets.catalog.build_report import Skipped
+from photo_datasets.photos.records import Photo
+
+# Spill files per worker and split: hash ranges the second pass removes one by one.
+SPILL_RANGES = 64
+# Photos a worker serialises per task: the pool's cost (0.1 ms of the main process a task) per 16.
+PHOTOS_PER_TASK = 16
+# Shards being written at once, at most, as a share of a split's: the spill files
+# they read are still there, so the disk holds this much of the split twice.
+SHARDS_IN_FLIGHT = 1 / 16
+
+# A record in the spill files: (hash of its key, spill file's number, offset, size).
+_Entry = tuple[int, int, int, int]
+
+
+# Where a worker put one serialised example: (hash of its key, spill file, offset, size).
+# A tuple: the main process unpickles one per photo.
+_Spilled = tuple[int, str, int, int]
+
+
+# This process's open spill files: (process id, folder) -> hash range -> file.
+_SPILLS: dict[tuple[int, str], dict[int, BinaryIO]] = {}
+
+
+def _spill(folder: str, hkey: int, record: bytes) -> tuple[str, int]:
+  files = _SPILLS.setdefault((os.getpid(), folder), {})  # A forked worker opens its own.
+  hash_range = shuffle.get_bucket_number(hkey, SPILL_RANGES)
+  if (file := files.get(hash_range)) is None:
+    path = os.path.join(folder, f"{hash_range:03d}-{os.getpid()}.spill")
+    file = files[hash_range] = open(path, "ab", buffering=0)  # noqa: SIM115 (open until the process ends)
+  offset = file.tell()
+  file.write(record)
+  return file.name, offset
+
+
+def _close_spills(folder: str) -> None:
+  for file in _SPILLS.pop((os.getpid(), folder), {}).values():
+    file.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Serialize:
+  """Pass 1, in a worker: one photo converted, encoded, serialised and spilled."""
+
+  photos: Sequence[Photo]  # Forked workers share the list; items are indices into it.
+  make: generation.ExampleMaker
+  features: Any  # The config's `tfds.features.FeaturesDict`.
+  salt: str  # The split's name, as TFDS salts the key's hash.
+  folder: str
+
+  @functools.cached_property
+  def _serializer(self) -> example_serializer.ExampleSerializer:
+    return example_serializer.ExampleSerializer(self.features.get_serialized_info())
+
+  @functools.cached_property
+  def _hasher(self) -> hashing.Hasher:
+    return hashing.Hasher(self.salt)
+
+  def __call__(self, item: tuple[int, generation.Source | None]) -> _Spilled | Skipped:
+    index, data = item
+    photo = self.photos[index]
+    if data is None:  # The worker reads it (`Photo.span`).
+      data = generation.read_or_skip(None, photo)  # type: ignore[arg-type]
+    result = generation.convert_or_skip(self.make, photo, data)
+    if isinstance(result, Skipped):
+      return result
+    key, example = result
+    try:
+      record = self._serializer.serialize_example(self.features.encode_example(example))
+    except Exception as e:  # As TFDS's writer: a feature that does not encode is a bug, not a bad photo.
+      raise ValueError(f"Failed to encode the example of {key}: {type(e).__name__}: {e}") from e
+    hkey = self._hasher.hash_key(key)
+    path, offset = _spill(self.folder, hkey, record)
+    return hkey, path, offset, len(record)
+
+  def crashed(self, item: tuple[int, generation.Source | None]) -> Skipped:
+    return generation.crashed((self.photos[item[0]], b""))
+
+
+# One shard: its path, and its records' place in the sorted entries (start, end).
+_Shard = tuple[str, int, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class _WriteShard:
+  """Pass 2, in a worker: one whole shard, its records read back from the spill files."""
+
+  example_writer: Any  # The config's `tfds.core.writer.ExampleWriter`.
+  entries: list[_Entry]  # Every record of the split, sorted by hash; forked workers share them.
+  spills: list[str]  # The spill files' paths, by number.
+
+  def __call__(self, shard: _Shard) -> str:
+    path, start, end = shard
+    files: dict[int, BinaryIO] = {}
+
+    def records() -> Iterator[tuple[int, bytes]]:
+      for hkey, spill, offset, size in self.entries[start:end]:
+        if (file := files.get(spill)) is None:
+          file = files[spill] = open(self.spills[spill], "rb")  # noqa: SIM115 (closed below)
+        data = os.pread(file.fileno(), size, offset)
+        if len(data) != size:
+          raise OSError(f"{self.spills[spill]} ends before the record at {offset}")
+        yield hkey, data
+
+    try:
+      record_keys = self.example_writer.write(path, records())
+    finally:
+      for file in files.values():
+        file.close()
+    if record_keys:  # Formats with an index (ArrayRecord, Riegeli): written as TFDS writes it.
+      if len(record_keys) != end - start:
+        raise RuntimeError(f"{path}: {len(record_keys)} record keys for {end - start} records")
+      tfds_writer._write_index_file(tfds_writer._get_index_path(path), record_keys)
+    return path
+
+
+def _shard_crashed(shard: _Shard) -> str:
+  raise RuntimeError(f"Writing {shard[0]} killed its worker process twice")
+
+
+def write_split(
+    split: generation.LocalSplit,
+    name: str,
+    *,
+    filename_template: Any,
+    features: Any,
+    shard_config: shard_utils.ShardConfig,
+    example_writer: Any,
+    ignore_duplicates: bool = False,
+) -> tfds.core.SplitInfo:
+  """Writes the split's shards on `split.workers` processes; returns its `SplitInfo`
+  as TFDS's writer gives it. Skipped photos go to `split.skipped`."""
+  folder = os.path.join(os.fspath(filename_template.data_dir), f"{name}.spill")
+  os.makedirs(folder, exist_ok=True)
+  try:
+    entries, spills = _serialize(split, name, folder, features, ignore_duplicates)
+    shard_lengths = _write_shards(entries, spills, split.workers, filename_template, shard_config, example_writer)
+    return tfds.core.SplitInfo(name=name, shard_lengths=shard_lengths, num_bytes=sum(e[3] for e in entries),
+                               filename_template=filename_template)
+  finally:
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _serialize(split: generation.LocalSplit, name: str, folder: str, features: Any,
+               ignore_duplicates: bool) -> tuple[list[_Entry], list[str]]:
+  """Pass 1: every photo spilled; their entries sorted by hash, and the spill files' paths."""
+  serialize = _Serialize(split.photos, split.make, features, name, folder)
+  converted, image_size = split.converted, split.make.image_size
+
+  def items() -> Iterator[tuple[int, generation.Source | None]]:
+    for index, photo in enumerate(split.photos):
+      image = converted.take(photo, image_size) if converted is not None else None
+      if image is not None:
+        yield index, generation.Converted(image)
+      elif photo.span is None:  # Only the builder's reader can read it: here.
+        yield index, generation.read_or_skip(split.reader, photo)
+      else:
+        yield index, None
+
+  entries: list[_Entry] = []
+  spill_numbers: dict[str, int] = {}
+  seen: set[int] = set()
+  try:
+    with split.reader:
+      for result in parallel.ordered_map(serialize, items(), workers=split.workers,
+                                         on_crash=serialize.crashed, chunk=PHOTOS_PER_TASK):
+        if isinstance(result, Skipped):
+          split.skipped.append(result)
+          continue
+        hkey, path, offset, size = result
+        if hkey in seen:
+          if ignore_duplicates:  # As TFDS: the first one stays.
+            continue
+          raise shuffle.DuplicatedKeysError(path, offset)
+        seen.add(hkey)
+        entries.append((hkey, spill_numbers.setdefault(path, len(spill_numbers)), offset, size))
+  finally:
+    _close_spills(folder)
+  if not entries:
+    raise AssertionError("No examples were yielded.")  # TFDS's words.
+  entries.sort()
+  return entries, list(spill_numbers)
+
+
+def _write_shards(entries: list[_Entry], spills: list[str], workers: int, filename_template: Any,
+                  shard_config: shard_utils.ShardConfig, example_writer: Any) -> list[int]:
+  """Pass 2: the shards, cut and named as TFDS's `Writer` does; returns their lengths."""
+  num_shards = shard_config.get_number_shards(sum(e[3] for e in entries), len(entries))
+  ends = shard_utils.get_shard_boundaries(len(entries), num_shards)
+  starts = [0, *ends[:-1]]
+
+  def shards() -> Iterator[_Shard]:
+    for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
+      yield os.fspath(filename_template.sharded_filepath(shard_index=index, num_shards=num_shards)), start, end
+
+  folder = os.path.dirname(spills[0]) if spills else ""
+  removed = 0  # Hash ranges whose spill files are gone.
+  write = _WriteShard(example_writer, entries, spills)
+  in_flight = max(2, int(num_shards * SHARDS_IN_FLIGHT))
+  for index, _ in enumerate(parallel.ordered_map(write, shards(), workers=workers, on_crash=_shard_crashed, chunk=1,
+                                                 in_flight=in_flight)):
+    # The shards still to come start at the next one's first hash: the ranges below it are read.
+    below = shuffle.get_bucket_number(entries[ends[index]][0], SPILL_RANGES) if index + 1 < num_shards else SPILL_RANGES
+    for hash_range in range(removed, below):
+      for path in glob.glob(os.path.join(folder, f"{hash_range:03d}-*.spill")):
+        os.remove(path)
+    removed = max(removed, below)
+  return [end - start for start, end in zip(starts, ends, strict=True)]
