@@ -189,7 +189,7 @@ def series_costs(count: int) -> None:
         f"{sum(map(len, photos)) / len(photos) / 1e3:.0f} KB, median of 5 alternating passes): "
         f"{without:.2f} ms without the series features, {with_series:.2f} ms with them "
         f"(+{with_series - without:.2f} ms)")
-  features = [series.colour_histogram(scan.images.decode_and_inspect(data)[1]) for data in photos]
+  features = [series.describe(scan.images.decode_and_inspect(data)[1]) for data in photos]
   total = 150_513
   names = [f"g/class{i % 150}/Img_{i % 150:03d}_{i // 150:05d}.jpg" for i in range(total)]
   every = [features[i] for i in np.random.default_rng(0).integers(len(features), size=total)]

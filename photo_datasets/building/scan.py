@@ -37,7 +37,7 @@ class _Scanned:
   photo: Photo
   image: bytes | None  # Converted from the scan's decode, for `_Inspect.size`.
   box: Box | None  # The crop box it was converted with.
-  series_features: bytes = b""  # `series.colour_histogram`, where the builder orders its photos.
+  series_features: bytes = b""  # `series.describe`, where the builder orders its photos.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +58,7 @@ class _Inspect:
     except images.BadImage as e:
       return Skipped(candidate.file_name, str(e))
     scores, moments = quality.measure(pixels)  # From the pixels just decoded: no second decode.
-    features = series.colour_histogram(pixels) if self.series else b""
+    features = series.describe(pixels) if self.series else b""
     photo = Photo(candidate.file_name, candidate.location, splits.content_digest(data), check,
                   span=candidate.span, nbytes=len(data), quality=scores, moments=moments)
     box = photo_box(candidate.crop, check) if candidate.crop else None

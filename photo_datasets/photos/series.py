@@ -27,8 +27,10 @@ measurements on the real photos.
 from __future__ import annotations
 
 import collections
+import functools
 from collections.abc import Callable, Sequence
 
+import cv2
 import numpy as np
 import numpy.typing as npt
 from PIL import Image
@@ -38,19 +40,41 @@ from photo_datasets.photos import splits
 _SIDE = 48  # The photo is shrunk to this square before its pixels are counted.
 _HUES, _SATURATIONS, _VALUES = 12, 4, 4
 BINS = _HUES * _SATURATIONS * _VALUES + _VALUES  # The last _VALUES bins hold the grey pixels.
-FEATURE_BYTES = 2 * BINS  # uint16 counts of _SIDE² pixels.
-# Shots of one scene overlap by 0.70 or more, different pots of one dish by
-# 0.68 or less (benchmarks/series_tuning.py on the real photos).
-THRESHOLD = 0.70
+HISTOGRAM_BYTES = 2 * BINS  # uint16 counts of _SIDE² pixels.
+# Colour alone joins shots of one scene that overlap by SURE or more; a pair of
+# the window that overlaps by BAND or more, but less than SURE, joins only when
+# MIN_INLIERS of its keypoints fit one similarity (benchmarks/series_tuning.py).
+SURE = 0.78
+BAND = 0.45
+MIN_INLIERS = 8
 WINDOW = 4  # Each photo is compared with the next WINDOW photos of its class.
 # A series grows by its closest links first and stops at this many photos: one
 # blog post's shots of a dish, not a chain of look-alikes drifting through a class.
 MAX_SERIES = 20
 
+_KEYPOINT_SIDE = 320  # The longer side of the grey photo the keypoints are found on.
+_KEYPOINTS = 300  # At most, the strongest.
+_LEVELS = 5  # Of its scale pyramid,
+_SCALE_STEP = 1.4  # this far apart.
+# One keypoint: x and y in 1/8 px (uint16) and its 256-bit ORB descriptor.
+_KEYPOINT = np.dtype([("x", "<u2"), ("y", "<u2"), ("descriptor", "u1", 32)])
+_RATIO = 0.8  # Lowe's ratio test: the best match clearly better than the second.
+_INLIER_PX = 3.0  # RANSAC's reprojection threshold, in pixels of the keypoint photo.
+# A fit must keep the scale of a zoom, not squash the photo to a point, and its
+# inliers must spread over the photo, not sit on one repeated texture.
+_SCALES = (0.25, 4.0)
+_SPREAD_PX = 8.0
 
-def colour_histogram(image: Image.Image) -> bytes:
-  """The photo's `BINS` pixel counts (uint16, little-endian), of its upright RGB pixels."""
-  small = image.convert("RGB").resize((_SIDE, _SIDE), Image.Resampling.BOX, reducing_gap=2.0).convert("HSV")
+
+@functools.cache
+def _orb() -> cv2.ORB:
+  cv2.setNumThreads(1)  # The scan runs a worker per core; OpenCV's own threads would only contend.
+  return cv2.ORB_create(nfeatures=_KEYPOINTS, scaleFactor=_SCALE_STEP, nlevels=_LEVELS, edgeThreshold=15, patchSize=15,
+                        scoreType=cv2.ORB_FAST_SCORE)
+
+
+def _histogram(rgb: Image.Image) -> bytes:
+  small = rgb.resize((_SIDE, _SIDE), Image.Resampling.BOX, reducing_gap=2.0).convert("HSV")
   hsv = np.asarray(small, dtype=np.int32)
   hue = hsv[..., 0] * _HUES // 256
   saturation = hsv[..., 1] * _SATURATIONS // 256
@@ -60,22 +84,85 @@ def colour_histogram(image: Image.Image) -> bytes:
   return np.bincount(bins.ravel(), minlength=BINS).astype("<u2").tobytes()
 
 
+def colour_histogram(image: Image.Image) -> bytes:
+  """The photo's `BINS` pixel counts (uint16, little-endian), of its upright RGB pixels."""
+  return _histogram(image.convert("RGB"))
+
+
+def describe(image: Image.Image) -> bytes:
+  """The photo's series features, from the scan's decode: its `colour_histogram`
+  (`HISTOGRAM_BYTES`), then up to `_KEYPOINTS` ORB keypoints of the grey photo
+  shrunk to `_KEYPOINT_SIDE` (36 bytes each)."""
+  rgb = image.convert("RGB")
+  grey = cv2.cvtColor(np.asarray(rgb), cv2.COLOR_RGB2GRAY)
+  height, width = grey.shape
+  scale = min(1.0, _KEYPOINT_SIDE / max(width, height))
+  if scale < 1:  # Bilinear, as ORB's own pyramid: a third of the cost of an area average.
+    grey = cv2.resize(grey, (max(1, round(width * scale)), max(1, round(height * scale))),
+                      interpolation=cv2.INTER_LINEAR)
+  found, descriptors = _orb().detectAndCompute(grey, None)
+  keypoints = np.zeros(len(found), dtype=_KEYPOINT)
+  if found:
+    where = np.round(np.array([k.pt for k in found]) * 8)
+    keypoints["x"], keypoints["y"], keypoints["descriptor"] = where[:, 0], where[:, 1], descriptors
+  return _histogram(rgb) + keypoints.tobytes()
+
+
 def _shares(features: Sequence[bytes]) -> npt.NDArray[np.float64]:
-  if any(len(f) != FEATURE_BYTES for f in features):
-    raise ValueError(f"each photo's features must be {FEATURE_BYTES} bytes (colour_histogram)")
-  counts = np.frombuffer(b"".join(features), dtype="<u2").reshape(len(features), BINS).astype(np.float64)
+  if any(len(f) < HISTOGRAM_BYTES or (len(f) - HISTOGRAM_BYTES) % _KEYPOINT.itemsize for f in features):
+    raise ValueError(f"each photo's features must be {HISTOGRAM_BYTES} bytes and keypoints (describe)")
+  counts = np.frombuffer(b"".join(f[:HISTOGRAM_BYTES] for f in features), dtype="<u2").reshape(
+      len(features), BINS).astype(np.float64)
   shares: npt.NDArray[np.float64] = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
   return shares
 
 
 def overlap(a: bytes, b: bytes) -> float:
-  """Histogram intersection of two photos' `colour_histogram`s: 1 when equal, 0 when disjoint."""
+  """Histogram intersection of two photos' colour histograms: 1 when equal, 0 when disjoint."""
   shares = _shares([a, b])
   return float(np.minimum(shares[0], shares[1]).sum())
 
 
+def _keypoints(features: bytes) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.uint8]]:
+  keypoints = np.frombuffer(features, dtype=_KEYPOINT, offset=HISTOGRAM_BYTES)
+  where = np.stack([keypoints["x"], keypoints["y"]], axis=1).astype(np.float32) / 8
+  return where, np.ascontiguousarray(keypoints["descriptor"])
+
+
+def inliers(a: bytes, b: bytes) -> int:
+  """How many keypoints of two photos' features fit one similarity (shift,
+  rotation, scale) by RANSAC: many for two shots of one plate, even at another
+  zoom, few for two plates that only share their colours."""
+  (where_a, descriptors_a), (where_b, descriptors_b) = _keypoints(a), _keypoints(b)
+  if len(where_a) < 3 or len(where_b) < 3:
+    return 0
+  pairs = cv2.BFMatcher(cv2.NORM_HAMMING).knnMatch(descriptors_a, descriptors_b, k=2)
+  good = [m[0] for m in pairs if len(m) == 2 and m[0].distance < _RATIO * m[1].distance]
+  if len(good) < 3:
+    return 0
+  points_a = where_a[[m.queryIdx for m in good]]
+  points_b = where_b[[m.trainIdx for m in good]]
+  cv2.setRNGSeed(0)  # RANSAC's samples: the same photos, the same count.
+  fit, mask = cv2.estimateAffinePartial2D(points_a, points_b, method=cv2.RANSAC,
+                                          ransacReprojThreshold=_INLIER_PX, maxIters=500, refineIters=0)
+  if fit is None:
+    return 0
+  kept = mask.ravel().astype(bool)
+  scale = float(np.hypot(fit[0, 0], fit[1, 0]))
+  spread = min(points_a[kept].std(axis=0).min(), points_b[kept].std(axis=0).min())
+  return int(kept.sum()) if _SCALES[0] <= scale <= _SCALES[1] and spread >= _SPREAD_PX else 0
+
+
+def joined(a: bytes, b: bytes, sure: float = SURE, band: float = BAND, min_inliers: int = MIN_INLIERS) -> bool:
+  """Whether two photos' features (`describe`) look like shots of one scene:
+  colours overlapping by `sure`, or by `band` and `min_inliers` keypoints in one geometry."""
+  value = overlap(a, b)
+  return value >= sure or (value >= band and inliers(a, b) >= min_inliers)
+
+
 def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
-                  folder: Callable[[str], str], threshold: float, window: int) -> list[tuple[float, int, int]]:
+                  folder: Callable[[str], str], sure: float, band: float, min_inliers: int,
+                  window: int) -> list[tuple[float, int, int]]:
   by_folder: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
   for index, name in enumerate(names):
     if (where := position(name)) is not None:
@@ -87,28 +174,31 @@ def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Cal
     for step in range(1, window + 1):
       a, b = order[:-step], order[step:]
       overlaps = np.minimum(shares[a], shares[b]).sum(axis=1)
-      close = overlaps >= threshold
-      found += [(value, min(i, j), max(i, j)) for value, i, j in
-                zip(overlaps[close].tolist(), a[close].tolist(), b[close].tolist(), strict=True)]
+      # Colour decides outside the band; keypoints are matched only inside it.
+      for value, i, j in zip(overlaps.tolist(), a.tolist(), b.tolist(), strict=True):
+        if value >= sure or (value >= band and inliers(features[i], features[j]) >= min_inliers):
+          found.append((value, min(i, j), max(i, j)))
   return found
 
 
 def links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
-          folder: Callable[[str], str], threshold: float = THRESHOLD,
+          folder: Callable[[str], str], sure: float = SURE, band: float = BAND, min_inliers: int = MIN_INLIERS,
           window: int = WINDOW) -> list[tuple[int, int]]:
   """Pairs (i, j) of indices of `names` that look like shots of one series:
   in one `folder`, at most `window` apart in `position` order (photos without
-  a position take part in no series), histograms overlapping by `threshold`."""
-  return sorted((i, j) for _, i, j in _scored_links(names, features, position, folder, threshold, window))
+  a position take part in no series), histograms overlapping by `sure`, or by
+  `band` and `min_inliers` keypoints in one geometry (`describe`, `inliers`)."""
+  return sorted((i, j) for _, i, j in
+                _scored_links(names, features, position, folder, sure, band, min_inliers, window))
 
 
 def groups(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
-           folder: Callable[[str], str], threshold: float = THRESHOLD, window: int = WINDOW,
-           most: int = MAX_SERIES) -> list[list[int]]:
+           folder: Callable[[str], str], sure: float = SURE, band: float = BAND,
+           min_inliers: int = MIN_INLIERS, window: int = WINDOW, most: int = MAX_SERIES) -> list[list[int]]:
   """The series among `names`: their `links` joined, the closest first, into
   groups of at most `most` photos (a link that would make a larger one is
   left out). Only groups of two or more; each sorted, the list by first index."""
   # Closest first; ties by index, so the groups depend on nothing but the photos.
-  scored = sorted(_scored_links(names, features, position, folder, threshold, window),
+  scored = sorted(_scored_links(names, features, position, folder, sure, band, min_inliers, window),
                   key=lambda link: (-link[0], link[1], link[2]))
   return splits.components(len(names), [(i, j) for _, i, j in scored], most)
