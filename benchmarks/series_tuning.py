@@ -36,7 +36,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 from PIL import Image
 
 from flowers_dataset.flowers_dataset_dataset_builder import flickr_id
@@ -123,7 +122,11 @@ def cpu_ms(work: Callable[[Image.Image], object], pixels: Sequence[Image.Image],
 def hard_cases(kfood: Corpus, truth: list[set[str]]) -> dict[str, list[tuple[bytes, bytes]]]:
   """Pairs of features: each photo and each of its close-ups (must join), the look-alikes (must not)."""
   tests = _test_series()
-  cases = {f"close-up {area:.0%}": [(f, series.describe(images.decode_and_inspect(tests.close_up(p.read_bytes(), area))[1]))
+
+  def made(data: bytes) -> bytes:
+    return series.describe(images.decode_and_inspect(data)[1])
+
+  cases = {f"close-up {area:.0%}": [(f, made(tests.close_up(p.read_bytes(), area)))
                                     for f, p in zip(kfood.features, kfood.paths, strict=True)] for area in ZOOMS}
   cases["look-alikes"] = [(kfood.features[i], kfood.features[j])
                           for i, j in tests.look_alikes(kfood.names, kfood.features, truth)]

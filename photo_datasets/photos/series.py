@@ -45,7 +45,7 @@ HISTOGRAM_BYTES = 2 * BINS  # uint16 counts of _SIDE² pixels.
 # the window that overlaps by BAND or more, but less than SURE, joins only when
 # MIN_INLIERS of its keypoints fit one similarity (benchmarks/series_tuning.py).
 SURE = 0.78
-BAND = 0.45
+BAND = 0.40
 MIN_INLIERS = 8
 WINDOW = 4  # Each photo is compared with the next WINDOW photos of its class.
 # A series grows by its closest links first and stops at this many photos: one
@@ -56,6 +56,7 @@ _KEYPOINT_SIDE = 320  # The longer side of the grey photo the keypoints are foun
 _KEYPOINTS = 300  # At most, the strongest.
 _LEVELS = 5  # Of its scale pyramid,
 _SCALE_STEP = 1.4  # this far apart.
+_CORNER_CONTRAST = 20  # FAST's threshold, of 255: a higher one finds fewer corners, sooner.
 # One keypoint: x and y in 1/8 px (uint16) and its 256-bit ORB descriptor.
 _KEYPOINT = np.dtype([("x", "<u2"), ("y", "<u2"), ("descriptor", "u1", 32)])
 _RATIO = 0.8  # Lowe's ratio test: the best match clearly better than the second.
@@ -69,8 +70,8 @@ _SPREAD_PX = 8.0
 @functools.cache
 def _orb() -> cv2.ORB:
   cv2.setNumThreads(1)  # The scan runs a worker per core; OpenCV's own threads would only contend.
-  return cv2.ORB_create(nfeatures=_KEYPOINTS, scaleFactor=_SCALE_STEP, nlevels=_LEVELS, edgeThreshold=15, patchSize=15,
-                        scoreType=cv2.ORB_FAST_SCORE)
+  return cv2.ORB_create(nfeatures=_KEYPOINTS, scaleFactor=_SCALE_STEP, nlevels=_LEVELS, edgeThreshold=15,
+                        patchSize=15, fastThreshold=_CORNER_CONTRAST, scoreType=cv2.ORB_FAST_SCORE)
 
 
 def _histogram(rgb: Image.Image) -> bytes:
@@ -86,15 +87,14 @@ def _histogram(rgb: Image.Image) -> bytes:
 
 def colour_histogram(image: Image.Image) -> bytes:
   """The photo's `BINS` pixel counts (uint16, little-endian), of its upright RGB pixels."""
-  return _histogram(image.convert("RGB"))
+  return _histogram(image if image.mode == "RGB" else image.convert("RGB"))
 
 
 def describe(image: Image.Image) -> bytes:
   """The photo's series features, from the scan's decode: its `colour_histogram`
   (`HISTOGRAM_BYTES`), then up to `_KEYPOINTS` ORB keypoints of the grey photo
   shrunk to `_KEYPOINT_SIDE` (36 bytes each)."""
-  rgb = image.convert("RGB")
-  grey = cv2.cvtColor(np.asarray(rgb), cv2.COLOR_RGB2GRAY)
+  grey = np.asarray(image.convert("L"))
   height, width = grey.shape
   scale = min(1.0, _KEYPOINT_SIDE / max(width, height))
   if scale < 1:  # Bilinear, as ORB's own pyramid: a third of the cost of an area average.
@@ -105,7 +105,7 @@ def describe(image: Image.Image) -> bytes:
   if found:
     where = np.round(np.array([k.pt for k in found]) * 8)
     keypoints["x"], keypoints["y"], keypoints["descriptor"] = where[:, 0], where[:, 1], descriptors
-  return _histogram(rgb) + keypoints.tobytes()
+  return colour_histogram(image) + keypoints.tobytes()
 
 
 def _shares(features: Sequence[bytes]) -> npt.NDArray[np.float64]:
