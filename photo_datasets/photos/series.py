@@ -7,21 +7,22 @@ does not group them, yet a test photo from such a series measures memory of a
 scene seen in training. A builder that knows its photos' order gives each
 photo a position (`PhotoBuilder._series_order`: korean_food the
 `Img_XXX_YYYY` number); each photo is compared with the next `WINDOW` photos
-of its class in that order, never with all of them, and two photos are one
-series when their colour histograms overlap by `THRESHOLD` or more. Series are
-joined transitively, the closest links first, up to `MAX_SERIES` photos, and
-share one split with their near copies (`scan.group_near_duplicates`).
+of its class in that order, never with all of them. Series are joined
+transitively, the closest links first, up to `MAX_SERIES` photos, and share
+one split with their near copies (`scan.group_near_duplicates`).
 
-The descriptor is a joint hue, saturation and value histogram of the photo
-shrunk to 48 × 48 (12 × 4 × 4 bins, and 4 value bins for grey pixels), made
-from the scan's own decode: it ignores where things are, so it survives crops,
-another angle, a new ingredient on top and re-encodes; the overlap
-(histogram intersection, 1 for equal histograms) of two shots of one pot is
-high because the pot, the table and the light are the same. Local features
-with geometric verification (ORB, RANSAC homography) were measured too and
-separated series from look-alikes worse on these food photos at several
-times the cost; see docs/splits.md and benchmarks/series_tuning.py for the
-measurements on the real photos.
+Two photos are one series when their colour histograms overlap by `SURE` or
+more, or by `BAND` or more and their keypoints fit one geometry (`joined`).
+The histogram (hue, saturation and value of the photo shrunk to 48 × 48)
+ignores where things are, so it survives crops, another angle and a new
+ingredient on top; but another cook's plate of the same dish can share its
+colours as much as a second shot of one plate. Keypoints tell them apart: ORB
+corners of the grey photo, matched and fitted by RANSAC to one similarity
+(`inliers`), find the same pieces at another scale and place (a close-up of
+the plate) and none on another plate. They are matched only for the pairs of
+the window whose colours fall in the band, so the cost stays bounded. Both
+come from the scan's own decode (`describe`). docs/splits.md and
+benchmarks/series_tuning.py have the measurements on the real photos.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ _SPREAD_PX = 8.0
 @functools.cache
 def _orb() -> cv2.ORB:
   cv2.setNumThreads(1)  # The scan runs a worker per core; OpenCV's own threads would only contend.
-  return cv2.ORB_create(nfeatures=_KEYPOINTS, scaleFactor=_SCALE_STEP, nlevels=_LEVELS, edgeThreshold=15,
+  return cv2.ORB.create(nfeatures=_KEYPOINTS, scaleFactor=_SCALE_STEP, nlevels=_LEVELS, edgeThreshold=15,
                         patchSize=15, fastThreshold=_CORNER_CONTRAST, scoreType=cv2.ORB_FAST_SCORE)
 
 
@@ -125,7 +126,7 @@ def overlap(a: bytes, b: bytes) -> float:
 
 def _keypoints(features: bytes) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.uint8]]:
   keypoints = np.frombuffer(features, dtype=_KEYPOINT, offset=HISTOGRAM_BYTES)
-  where = np.stack([keypoints["x"], keypoints["y"]], axis=1).astype(np.float32) / 8
+  where = np.stack([keypoints["x"], keypoints["y"]], axis=1).astype(np.float32) / np.float32(8)
   return where, np.ascontiguousarray(keypoints["descriptor"])
 
 
@@ -156,8 +157,12 @@ def inliers(a: bytes, b: bytes) -> int:
 def joined(a: bytes, b: bytes, sure: float = SURE, band: float = BAND, min_inliers: int = MIN_INLIERS) -> bool:
   """Whether two photos' features (`describe`) look like shots of one scene:
   colours overlapping by `sure`, or by `band` and `min_inliers` keypoints in one geometry."""
-  value = overlap(a, b)
-  return value >= sure or (value >= band and inliers(a, b) >= min_inliers)
+  return _same_scene(overlap(a, b), a, b, sure, band, min_inliers)
+
+
+def _same_scene(colours: float, a: bytes, b: bytes, sure: float, band: float, min_inliers: int) -> bool:
+  # Colour decides outside the band; keypoints are matched only inside it.
+  return colours >= sure or (colours >= band and inliers(a, b) >= min_inliers)
 
 
 def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
@@ -174,10 +179,9 @@ def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Cal
     for step in range(1, window + 1):
       a, b = order[:-step], order[step:]
       overlaps = np.minimum(shares[a], shares[b]).sum(axis=1)
-      # Colour decides outside the band; keypoints are matched only inside it.
-      for value, i, j in zip(overlaps.tolist(), a.tolist(), b.tolist(), strict=True):
-        if value >= sure or (value >= band and inliers(features[i], features[j]) >= min_inliers):
-          found.append((value, min(i, j), max(i, j)))
+      found += [(value, min(i, j), max(i, j))
+                for value, i, j in zip(overlaps.tolist(), a.tolist(), b.tolist(), strict=True)
+                if _same_scene(value, features[i], features[j], sure, band, min_inliers)]
   return found
 
 
