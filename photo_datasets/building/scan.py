@@ -114,7 +114,9 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
   found: list[list[int]] = []
   if series_position is not None:
     names = [p.file_name for p in photos]
-    found = series.groups(names, [features.pop(n) for n in names], series_position, class_folder)
+    found = series.groups(names, [features.pop(n) for n in names], series_position, class_folder,
+                          pair_map=lambda task, pairs: parallel.ordered_map(task, pairs, workers=workers,
+                                                                            on_crash=lambda _: 0))
   return group_near_duplicates(photos, report, found)
 
 

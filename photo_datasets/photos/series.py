@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import collections
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import cv2
 import numpy as np
@@ -157,52 +157,62 @@ def inliers(a: bytes, b: bytes) -> int:
 def joined(a: bytes, b: bytes, sure: float = SURE, band: float = BAND, min_inliers: int = MIN_INLIERS) -> bool:
   """Whether two photos' features (`describe`) look like shots of one scene:
   colours overlapping by `sure`, or by `band` and `min_inliers` keypoints in one geometry."""
-  return _same_scene(overlap(a, b), a, b, sure, band, min_inliers)
-
-
-def _same_scene(colours: float, a: bytes, b: bytes, sure: float, band: float, min_inliers: int) -> bool:
-  # Colour decides outside the band; keypoints are matched only inside it.
+  colours = overlap(a, b)
   return colours >= sure or (colours >= band and inliers(a, b) >= min_inliers)
+
+
+def pair_inliers(pair: tuple[bytes, bytes]) -> int:
+  """`inliers` of a pair of features, for a `PairMap`."""
+  cv2.setNumThreads(1)  # One worker per core already.
+  return inliers(*pair)
+
+
+# Maps `pair_inliers` over pairs of features, in order: `map` by default, a
+# pool of worker processes in the scan (the matching is most of the grouping's work).
+PairMap = Callable[[Callable[[tuple[bytes, bytes]], int], Iterable[tuple[bytes, bytes]]], Iterable[int]]
 
 
 def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
                   folder: Callable[[str], str], sure: float, band: float, min_inliers: int,
-                  window: int) -> list[tuple[float, int, int]]:
+                  window: int, pair_map: PairMap) -> list[tuple[float, int, int]]:
   by_folder: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
   for index, name in enumerate(names):
     if (where := position(name)) is not None:
       by_folder[folder(name)].append((where, index))
   shares = _shares(features) if names else np.zeros((0, BINS))
-  found = []
+  found: list[tuple[float, int, int]] = []
+  in_band: list[tuple[float, int, int]] = []
   for members in by_folder.values():
     order = np.array([index for _, index in sorted(members)], dtype=np.intp)
     for step in range(1, window + 1):
       a, b = order[:-step], order[step:]
       overlaps = np.minimum(shares[a], shares[b]).sum(axis=1)
-      found += [(value, min(i, j), max(i, j))
-                for value, i, j in zip(overlaps.tolist(), a.tolist(), b.tolist(), strict=True)
-                if _same_scene(value, features[i], features[j], sure, band, min_inliers)]
-  return found
+      for value, i, j in zip(overlaps.tolist(), a.tolist(), b.tolist(), strict=True):
+        if value >= band:  # Colour decides outside the band; keypoints are matched only inside it.
+          (found if value >= sure else in_band).append((value, min(i, j), max(i, j)))
+  counts = pair_map(pair_inliers, ((features[i], features[j]) for _, i, j in in_band))
+  return found + [link for link, count in zip(in_band, counts, strict=True) if count >= min_inliers]
 
 
 def links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
           folder: Callable[[str], str], sure: float = SURE, band: float = BAND, min_inliers: int = MIN_INLIERS,
-          window: int = WINDOW) -> list[tuple[int, int]]:
+          window: int = WINDOW, pair_map: PairMap = map) -> list[tuple[int, int]]:
   """Pairs (i, j) of indices of `names` that look like shots of one series:
   in one `folder`, at most `window` apart in `position` order (photos without
   a position take part in no series), histograms overlapping by `sure`, or by
   `band` and `min_inliers` keypoints in one geometry (`describe`, `inliers`)."""
   return sorted((i, j) for _, i, j in
-                _scored_links(names, features, position, folder, sure, band, min_inliers, window))
+                _scored_links(names, features, position, folder, sure, band, min_inliers, window, pair_map))
 
 
 def groups(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
            folder: Callable[[str], str], sure: float = SURE, band: float = BAND,
-           min_inliers: int = MIN_INLIERS, window: int = WINDOW, most: int = MAX_SERIES) -> list[list[int]]:
+           min_inliers: int = MIN_INLIERS, window: int = WINDOW, most: int = MAX_SERIES,
+           pair_map: PairMap = map) -> list[list[int]]:
   """The series among `names`: their `links` joined, the closest first, into
   groups of at most `most` photos (a link that would make a larger one is
   left out). Only groups of two or more; each sorted, the list by first index."""
   # Closest first; ties by index, so the groups depend on nothing but the photos.
-  scored = sorted(_scored_links(names, features, position, folder, sure, band, min_inliers, window),
+  scored = sorted(_scored_links(names, features, position, folder, sure, band, min_inliers, window, pair_map),
                   key=lambda link: (-link[0], link[1], link[2]))
   return splits.components(len(names), [(i, j) for _, i, j in scored], most)
