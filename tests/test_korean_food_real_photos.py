@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 from PIL import Image
-from test_series import KFOOD_SERIES, MISSED  # Imports korean_food too, which registers the builder.
+from test_series import KFOOD_SERIES  # Imports korean_food too, which registers the builder.
 
 from photo_datasets import testing
 from photo_datasets.testing import build, read_examples
@@ -138,12 +138,10 @@ def test_real_photos_from_kfood_zip_give_the_same_examples(real):
 
 
 def test_real_series_are_reported_and_each_kept_in_one_split(real):
-  """The ground truth of tests/test_series.py: each series (but the shot it misses) one reported group, all
-  in one split."""
+  """The ground truth of tests/test_series.py: each series one reported group, all in one split."""
   reported = [set(g["files"]) for g in real.full.info.metadata["series"]]
   for truth in KFOOD_SERIES:
-    found = set(truth) - set(MISSED)
-    assert any(found <= group for group in reported), truth
-    assert len({real.examples[name]["split"] for name in found}) == 1, truth
+    assert any(set(truth) <= group for group in reported), truth
+    assert len({real.examples[name]["split"] for name in truth}) == 1, truth
   for group in reported:
     assert len({real.examples[name]["split"] for name in group}) == 1

@@ -42,9 +42,6 @@ KFOOD_SERIES = (
     ("찌개/순두부찌개/Img_123_0002.JPG", "찌개/순두부찌개/Img_123_0004.JPG"),
     ("찌개/순두부찌개/Img_123_0007.jpg", "찌개/순두부찌개/Img_123_0008.JPG"),
 )
-# The one shot the rule misses: a ladle lifting the fish out, the stew behind it blurred; it shares
-# neither the others' colours (0.73 at most) nor their geometry (the fish moved).
-MISSED = ("찌개/동태찌개/Img_121_0008.jpg",)
 FLOWERS = pathlib.Path(flowers_dataset.__file__).parent / "sample" / "flower_photos"
 
 
@@ -94,13 +91,16 @@ def kfood(real_kfood):
 
 @pytest.mark.real_photos
 def test_the_real_series_are_found_and_no_unrelated_pairs_joined(kfood):
-  """Every shot of each series but the one in `MISSED`, and nothing else."""
+  """Every shot of each series, and nothing else. The ladle shot Img_121_0008 (the fish lifted out,
+  the stew blurred behind it) joins its series by close colours (0.73) and a few keypoints in one
+  geometry (`CLOSE_INLIERS`), not by colour alone."""
   names, features, _ = kfood
   assert len(names) == 47
   found = _series_of(names, features, series_position)
-  assert sorted(map(sorted, found)) == sorted(sorted(set(truth) - set(MISSED)) for truth in KFOOD_SERIES)
-  true, joined = _pairs(KFOOD_SERIES), _pairs(found)
-  assert not joined - true and len(true - joined) == len(KFOOD_SERIES[0]) - 1
+  assert sorted(map(sorted, found)) == sorted(map(sorted, KFOOD_SERIES))
+  assert _pairs(found) == _pairs(KFOOD_SERIES)
+  ladle = features[names.index("찌개/동태찌개/Img_121_0008.jpg")]
+  assert max(series.overlap(ladle, features[names.index(n)]) for n in KFOOD_SERIES[0] if "0008" not in n) < series.SURE
 
 
 @pytest.mark.real_photos
@@ -126,13 +126,14 @@ def close_ups(kfood):
 @pytest.mark.real_photos
 def test_a_close_up_joins_its_whole_photo(kfood, close_ups):
   """Each photo's centre (30 % and 50 % of it, enlarged back) beside the photo: new colours (overlaps
-  down to 0.44) but the same objects at another scale, so the keypoints join them. One miss: the 30 %
-  close-up of Img_121_0004, a collage of two small shots that the crop cuts through."""
+  down to 0.44) but the same objects at another scale, so the keypoints join them. The misses are the
+  collages of two small shots that the crop cuts through (Img_121_0004 and 0006) and a grilled fish
+  (Img_001_0001) whose pieces ORB finds too few of at 224 px."""
   names, features, _ = kfood
   for area, made in close_ups.items():
     joined = [n for n, whole, close in zip(names, features, made, strict=True)
               if series.links(["a/1", "a/2"], [whole, close], lambda n: int(n[-1]), class_folder) == [(0, 1)]]
-    assert len(joined) >= (46 if area < 0.5 else 47), sorted(set(names) - set(joined))
+    assert len(joined) >= (44 if area < 0.5 else 46), sorted(set(names) - set(joined))
     # Colour alone would not join most of them.
     assert sum(series.overlap(w, c) < series.SURE for w, c in zip(features, made, strict=True)) > 30
 
@@ -231,3 +232,23 @@ def test_features_are_made_only_where_the_builder_orders_its_photos():
   assert len(with_series.series_features) > series.HISTOGRAM_BYTES  # The histogram, then the keypoints.
   assert with_series.series_features == scan._Inspect(None, series=True)(candidate).series_features
   assert dataclasses.replace(with_series.photo) == without.photo  # The photo itself is the same.
+
+
+@pytest.mark.real_photos
+def test_features_kept_on_disk_group_as_in_memory(kfood):
+  """A scan keeps the keypoints in a temporary file (`FeatureFile`): the same bytes back, in the
+  order it is given, and the same series as from the features in memory."""
+  names, features, _ = kfood
+  kept = series.FeatureFile()
+  try:
+    for f in reversed(features):
+      kept.add(f)
+    kept.reorder(range(len(features) - 1, -1, -1))
+    assert len(kept) == len(features) and list(kept) == features
+    assert sum(map(len, kept.histograms)) == series.HISTOGRAM_BYTES * len(features)
+    assert (series.groups(names, kept, series_position, class_folder)
+            == series.groups(names, features, series_position, class_folder) != [])
+  finally:
+    kept.close()
+  with pytest.raises(ValueError, match="features must be"):
+    series.FeatureFile().add(b"short")

@@ -95,14 +95,17 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
       yield candidate
 
   photos = []
-  features: dict[str, bytes] = {}  # Only until the series are found: never saved.
+  features = series.FeatureFile() if series_position is not None else None  # Until the series are found.
+  arrival: dict[str, int] = {}
   inspect = _Inspect(converted.size if converted is not None else None, series=series_position is not None)
   for result in parallel.ordered_map(inspect, first_copies(), workers=workers, on_crash=_crashed):
     if isinstance(result, Skipped):
       report.skipped_files.append(result)
       continue
     photos.append(result.photo)
-    features[result.photo.file_name] = result.series_features
+    if features is not None:
+      arrival[result.photo.file_name] = len(features)
+      features.add(result.series_features)
     if converted is not None and result.image is not None:
       converted.add(result.photo.file_name, result.image, result.box)
   by_digest = collections.defaultdict(list)
@@ -112,11 +115,15 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
   report.counts["images converted to JPEG"] = sum(not p.check.is_clean_jpeg for p in photos)
   photos = sorted(photos, key=lambda p: p.file_name)
   found: list[list[int]] = []
-  if series_position is not None:
+  if features is not None and series_position is not None:
     names = [p.file_name for p in photos]
-    found = series.groups(names, [features.pop(n) for n in names], series_position, class_folder,
-                          pair_map=lambda task, pairs: parallel.ordered_map(task, pairs, workers=workers,
-                                                                            on_crash=lambda _: 0))
+    features.reorder([arrival[n] for n in names])
+    try:
+      found = series.groups(names, features, series_position, class_folder,
+                            pair_map=lambda task, pairs: parallel.ordered_map(task, pairs, workers=workers,
+                                                                              on_crash=lambda _: 0))
+    finally:
+      features.close()
   return group_near_duplicates(photos, report, found)
 
 

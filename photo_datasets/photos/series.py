@@ -12,7 +12,9 @@ transitively, the closest links first, up to `MAX_SERIES` photos, and share
 one split with their near copies (`scan.group_near_duplicates`).
 
 Two photos are one series when their colour histograms overlap by `SURE` or
-more, or by `BAND` or more and their keypoints fit one geometry (`joined`).
+more, or by less and enough of their keypoints fit one geometry: `CLOSE_INLIERS`
+from `CLOSE`, `MIN_INLIERS` from `BAND` (`Rule`, `joined`): the closer the
+colours, the less geometry it takes.
 The histogram (hue, saturation and value of the photo shrunk to 48 × 48)
 ignores where things are, so it survives crops, another angle and a new
 ingredient on top; but another cook's plate of the same dish can share its
@@ -21,15 +23,19 @@ corners of the grey photo, matched and fitted by RANSAC to one similarity
 (`inliers`), find the same pieces at another scale and place (a close-up of
 the plate) and none on another plate. They are matched only for the pairs of
 the window whose colours fall in the band, so the cost stays bounded. Both
-come from the scan's own decode (`describe`). docs/splits.md and
+come from the scan's own decode (`describe`); a scan keeps the keypoints in a
+temporary file until the series are found (`FeatureFile`). docs/splits.md and
 benchmarks/series_tuning.py have the measurements on the real photos.
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Sequence
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import cv2
 import numpy as np
@@ -43,9 +49,12 @@ _HUES, _SATURATIONS, _VALUES = 12, 4, 4
 BINS = _HUES * _SATURATIONS * _VALUES + _VALUES  # The last _VALUES bins hold the grey pixels.
 HISTOGRAM_BYTES = 2 * BINS  # uint16 counts of _SIDE² pixels.
 # Colour alone joins shots of one scene that overlap by SURE or more; a pair of
-# the window that overlaps by BAND or more, but less than SURE, joins only when
-# MIN_INLIERS of its keypoints fit one similarity (benchmarks/series_tuning.py).
+# the window that overlaps less joins only when enough of its keypoints fit one
+# similarity: CLOSE_INLIERS from CLOSE, MIN_INLIERS from BAND; below BAND, never
+# (benchmarks/series_tuning.py). Unrelated pairs reach 4 inliers by chance.
 SURE = 0.78
+CLOSE = 0.70
+CLOSE_INLIERS = 5
 BAND = 0.40
 MIN_INLIERS = 8
 WINDOW = 4  # Each photo is compared with the next WINDOW photos of its class.
@@ -53,19 +62,45 @@ WINDOW = 4  # Each photo is compared with the next WINDOW photos of its class.
 # blog post's shots of a dish, not a chain of look-alikes drifting through a class.
 MAX_SERIES = 20
 
-_KEYPOINT_SIDE = 320  # The longer side of the grey photo the keypoints are found on.
-_KEYPOINTS = 300  # At most, the strongest.
-_LEVELS = 5  # Of its scale pyramid,
+_KEYPOINT_SIDE = 224  # The longer side of the grey photo the keypoints are found on.
+_KEYPOINTS = 250  # At most, the strongest.
+_LEVELS = 4  # Of its scale pyramid,
 _SCALE_STEP = 1.4  # this far apart.
 _CORNER_CONTRAST = 20  # FAST's threshold, of 255: a higher one finds fewer corners, sooner.
 # One keypoint: x and y in 1/8 px (uint16) and its 256-bit ORB descriptor.
 _KEYPOINT = np.dtype([("x", "<u2"), ("y", "<u2"), ("descriptor", "u1", 32)])
+KEYPOINT_BYTES = _KEYPOINT.itemsize
 _RATIO = 0.8  # Lowe's ratio test: the best match clearly better than the second.
 _INLIER_PX = 3.0  # RANSAC's reprojection threshold, in pixels of the keypoint photo.
 # A fit must keep the scale of a zoom, not squash the photo to a point, and its
 # inliers must spread over the photo, not sit on one repeated texture.
 _SCALES = (0.25, 4.0)
 _SPREAD_PX = 8.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+  """When two photos are one series: their colours overlap by `sure`, or by
+  `close` and `close_inliers` keypoints fit one similarity, or by `band` and
+  `min_inliers` keypoints do."""
+
+  sure: float = SURE
+  close: float = CLOSE
+  close_inliers: int = CLOSE_INLIERS
+  band: float = BAND
+  min_inliers: int = MIN_INLIERS
+
+  def inliers_needed(self, colours: float) -> int | None:
+    """The inliers a pair whose colours overlap by `colours` needs: 0 from
+    `sure`, None (never joined) below `band`."""
+    if colours >= self.sure:
+      return 0
+    if colours >= self.close:
+      return self.close_inliers
+    return self.min_inliers if colours >= self.band else None
+
+
+RULE = Rule()
 
 
 @functools.cache
@@ -94,7 +129,7 @@ def colour_histogram(image: Image.Image) -> bytes:
 def describe(image: Image.Image) -> bytes:
   """The photo's series features, from the scan's decode: its `colour_histogram`
   (`HISTOGRAM_BYTES`), then up to `_KEYPOINTS` ORB keypoints of the grey photo
-  shrunk to `_KEYPOINT_SIDE` (36 bytes each)."""
+  shrunk to `_KEYPOINT_SIDE` (`KEYPOINT_BYTES` each)."""
   grey = np.asarray(image.convert("L"))
   height, width = grey.shape
   scale = min(1.0, _KEYPOINT_SIDE / max(width, height))
@@ -104,15 +139,56 @@ def describe(image: Image.Image) -> bytes:
   found, descriptors = _orb().detectAndCompute(grey, None)
   keypoints = np.zeros(len(found), dtype=_KEYPOINT)
   if found:
-    where = np.round(np.array([k.pt for k in found]) * 8)
+    where = np.round(cv2.KeyPoint_convert(found) * 8)
     keypoints["x"], keypoints["y"], keypoints["descriptor"] = where[:, 0], where[:, 1], descriptors
   return colour_histogram(image) + keypoints.tobytes()
 
 
-def _shares(features: Sequence[bytes]) -> npt.NDArray[np.float64]:
-  if any(len(f) < HISTOGRAM_BYTES or (len(f) - HISTOGRAM_BYTES) % _KEYPOINT.itemsize for f in features):
+def _check(features: bytes) -> bytes:
+  if len(features) < HISTOGRAM_BYTES or (len(features) - HISTOGRAM_BYTES) % KEYPOINT_BYTES:
     raise ValueError(f"each photo's features must be {HISTOGRAM_BYTES} bytes and keypoints (describe)")
-  counts = np.frombuffer(b"".join(f[:HISTOGRAM_BYTES] for f in features), dtype="<u2").reshape(
+  return features
+
+
+class FeatureFile(Sequence[bytes]):
+  """Photos' features (`describe`) as a scan collects them: the histograms in
+  memory, the keypoints (nearly all of the bytes) in an unnamed temporary file,
+  read back only for the pairs that are matched. Indexed in the order `add`ed."""
+
+  def __init__(self) -> None:
+    self._file = tempfile.TemporaryFile(prefix="series-keypoints-")
+    self.histograms: list[bytes] = []
+    self._spans: list[tuple[int, int]] = []  # Where each photo's keypoints are in the file: start, length.
+    self._size = 0
+
+  def add(self, features: bytes) -> None:
+    self.histograms.append(_check(features)[:HISTOGRAM_BYTES])
+    self._spans.append((self._size, len(features) - HISTOGRAM_BYTES))
+    self._size += self._file.write(features[HISTOGRAM_BYTES:])
+
+  def reorder(self, order: Sequence[int]) -> None:
+    """Photo `order[i]` becomes photo i."""
+    self.histograms = [self.histograms[i] for i in order]
+    self._spans = [self._spans[i] for i in order]
+
+  def __len__(self) -> int:
+    return len(self.histograms)
+
+  def __getitem__(self, index):  # type: ignore[no-untyped-def, override]  # Indices only: no slices.
+    self._file.flush()
+    start, length = self._spans[index]
+    return self.histograms[index] + os.pread(self._file.fileno(), length, start)
+
+  def __iter__(self) -> Iterator[bytes]:
+    return (self[i] for i in range(len(self)))
+
+  def close(self) -> None:
+    self._file.close()
+
+
+def _shares(features: Sequence[bytes]) -> npt.NDArray[np.float64]:
+  heads = features.histograms if isinstance(features, FeatureFile) else [_check(f)[:HISTOGRAM_BYTES] for f in features]
+  counts = np.frombuffer(b"".join(heads), dtype="<u2").reshape(
       len(features), BINS).astype(np.float64)
   shares: npt.NDArray[np.float64] = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
   return shares
@@ -154,11 +230,10 @@ def inliers(a: bytes, b: bytes) -> int:
   return int(kept.sum()) if _SCALES[0] <= scale <= _SCALES[1] and spread >= _SPREAD_PX else 0
 
 
-def joined(a: bytes, b: bytes, sure: float = SURE, band: float = BAND, min_inliers: int = MIN_INLIERS) -> bool:
-  """Whether two photos' features (`describe`) look like shots of one scene:
-  colours overlapping by `sure`, or by `band` and `min_inliers` keypoints in one geometry."""
-  colours = overlap(a, b)
-  return colours >= sure or (colours >= band and inliers(a, b) >= min_inliers)
+def joined(a: bytes, b: bytes, rule: Rule = RULE) -> bool:
+  """Whether two photos' features (`describe`) look like shots of one scene by `rule`."""
+  needed = rule.inliers_needed(overlap(a, b))
+  return needed is not None and (needed == 0 or inliers(a, b) >= needed)
 
 
 def pair_inliers(pair: tuple[bytes, bytes]) -> int:
@@ -173,46 +248,47 @@ PairMap = Callable[[Callable[[tuple[bytes, bytes]], int], Iterable[tuple[bytes, 
 
 
 def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
-                  folder: Callable[[str], str], sure: float, band: float, min_inliers: int,
-                  window: int, pair_map: PairMap) -> list[tuple[float, int, int]]:
+                  folder: Callable[[str], str], rule: Rule, window: int,
+                  pair_map: PairMap) -> list[tuple[float, int, int]]:
   by_folder: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
   for index, name in enumerate(names):
     if (where := position(name)) is not None:
       by_folder[folder(name)].append((where, index))
   shares = _shares(features) if names else np.zeros((0, BINS))
   found: list[tuple[float, int, int]] = []
-  in_band: list[tuple[float, int, int]] = []
+  to_match: list[tuple[float, int, int, int]] = []
   for members in by_folder.values():
     order = np.array([index for _, index in sorted(members)], dtype=np.intp)
     for step in range(1, window + 1):
       a, b = order[:-step], order[step:]
       overlaps = np.minimum(shares[a], shares[b]).sum(axis=1)
       for value, i, j in zip(overlaps.tolist(), a.tolist(), b.tolist(), strict=True):
-        if value >= band:  # Colour decides outside the band; keypoints are matched only inside it.
-          (found if value >= sure else in_band).append((value, min(i, j), max(i, j)))
-  counts = pair_map(pair_inliers, ((features[i], features[j]) for _, i, j in in_band))
-  return found + [link for link, count in zip(in_band, counts, strict=True) if count >= min_inliers]
+        needed = rule.inliers_needed(value)  # Colour decides above the band and below; keypoints in it.
+        if needed == 0:
+          found.append((value, min(i, j), max(i, j)))
+        elif needed is not None:
+          to_match.append((value, min(i, j), max(i, j), needed))
+  counts = pair_map(pair_inliers, ((features[i], features[j]) for _, i, j, _ in to_match))
+  return found + [(value, i, j) for (value, i, j, needed), count in zip(to_match, counts, strict=True)
+                  if count >= needed]
 
 
 def links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
-          folder: Callable[[str], str], sure: float = SURE, band: float = BAND, min_inliers: int = MIN_INLIERS,
-          window: int = WINDOW, pair_map: PairMap = map) -> list[tuple[int, int]]:
+          folder: Callable[[str], str], rule: Rule = RULE, window: int = WINDOW,
+          pair_map: PairMap = map) -> list[tuple[int, int]]:
   """Pairs (i, j) of indices of `names` that look like shots of one series:
   in one `folder`, at most `window` apart in `position` order (photos without
-  a position take part in no series), histograms overlapping by `sure`, or by
-  `band` and `min_inliers` keypoints in one geometry (`describe`, `inliers`)."""
-  return sorted((i, j) for _, i, j in
-                _scored_links(names, features, position, folder, sure, band, min_inliers, window, pair_map))
+  a position take part in no series), `joined` by `rule` (`describe`, `inliers`)."""
+  return sorted((i, j) for _, i, j in _scored_links(names, features, position, folder, rule, window, pair_map))
 
 
 def groups(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
-           folder: Callable[[str], str], sure: float = SURE, band: float = BAND,
-           min_inliers: int = MIN_INLIERS, window: int = WINDOW, most: int = MAX_SERIES,
+           folder: Callable[[str], str], rule: Rule = RULE, window: int = WINDOW, most: int = MAX_SERIES,
            pair_map: PairMap = map) -> list[list[int]]:
   """The series among `names`: their `links` joined, the closest first, into
   groups of at most `most` photos (a link that would make a larger one is
   left out). Only groups of two or more; each sorted, the list by first index."""
   # Closest first; ties by index, so the groups depend on nothing but the photos.
-  scored = sorted(_scored_links(names, features, position, folder, sure, band, min_inliers, window, pair_map),
+  scored = sorted(_scored_links(names, features, position, folder, rule, window, pair_map),
                   key=lambda link: (-link[0], link[1], link[2]))
   return splits.components(len(names), [(i, j) for _, i, j in scored], most)
