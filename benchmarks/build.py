@@ -39,9 +39,11 @@ each form's ratio to kfood.zip. On a shared machine quote the CPU-second ratio.
 work (`scan._Inspect`) with and without the series features, in CPU time per
 photo, alternating passes over the same photos (medians); then `series.groups`
 over `--series_photos` (150,513) photos in 150 classes, each with the features
-of one of those photos drawn at random (the pairwise work, a window of
-neighbours per photo, the share of those pairs whose keypoints are matched,
-and the largest series it makes of photos that are no series).
+of one of those photos drawn at random, held as a scan holds them
+(`series.FeatureFile`: the bytes the main process keeps for them, traced by
+tracemalloc, beside the bytes of the features themselves), the pairwise work
+(a window of neighbours per photo, the share of those pairs whose keypoints
+are matched) and the largest series it makes of photos that are no series.
 
 `--scaling 1 2 4 8 16` measures instead how the per-photo work of a `224`
 build (scan: full decode check and SHA-256; conversion: decode at reduced
@@ -63,6 +65,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tracemalloc
 from typing import Any
 
 import numpy as np
@@ -193,20 +196,29 @@ def series_costs(count: int, total: int = 150_513) -> None:
   features = [series.describe(scan.images.decode_and_inspect(data)[1]) for data in photos]
   names = [f"g/class{i % 150}/Img_{i % 150:03d}_{i // 150:05d}.jpg" for i in range(total)]
   every = [features[i] for i in np.random.default_rng(0).integers(len(features), size=total)]
+  tracemalloc.start()
+  kept = series.FeatureFile()
+  for f in every:
+    kept.add(f)
+  held = tracemalloc.get_traced_memory()[0]
+  tracemalloc.stop()
+  print(f"features of {total:,} photos: {sum(map(len, every)) / 1e6:,.0f} MB, of which the scan's main process "
+        f"holds {held / 1e6:,.0f} MB (histograms; the keypoints wait in a temporary file)")
 
   def position(file_name: str) -> int:
     return int(file_name[-9:-4])
 
-  # Neighbours in a class are 150 names apart; a sample of them, for the share in the band.
+  # Neighbours in a class are 150 names apart; a sample of them, for the share matched.
   overlaps = [series.overlap(every[i], every[i + step])
               for i in range(0, total - 600, 997) for step in range(150, 601, 150)]
   start = time.process_time()
-  found = series.groups(names, every, position, class_folder)
+  found = series.groups(names, kept, position, class_folder)
   seconds = time.process_time() - start
+  kept.close()
   sizes = sorted(map(len, found))
   print(f"series.groups over {total:,} photos in 150 classes (window {series.WINDOW}), each photo's features "
         f"drawn at random from the {len(features)}: {seconds:.1f} s CPU, keypoints matched for "
-        f"{statistics.mean(series.BAND <= v < series.SURE for v in overlaps):.0%} of the pairs; "
+        f"{statistics.mean(series.RULE.inliers_needed(v) not in (0, None) for v in overlaps):.0%} of the pairs; "
         f"{len(found):,} series of {sum(sizes):,} photos, largest {sizes[-1] if sizes else 0} "
         f"(at most {series.MAX_SERIES}), {sum(s > 10 for s in sizes)} of more than 10")
 

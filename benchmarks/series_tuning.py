@@ -1,8 +1,8 @@
-"""Measures `photo_datasets.photos.series` on the real photos, to choose SURE, BAND, MIN_INLIERS and WINDOW.
+"""Measures `photo_datasets.photos.series` on the real photos, to choose its `Rule` and WINDOW.
 
 The photos are decoded as the scan does (`images.decode_and_inspect`) and read
-in place, never copied. For each rule (colour alone from SURE, keypoints
-needed from BAND to SURE, at least MIN_INLIERS of them) and window it joins
+in place, never copied. For each rule (colour alone from SURE, at least
+CLOSE_INLIERS keypoints in one geometry from CLOSE, MIN_INLIERS from BAND) and window it joins
 the series of the 47 AIHub photos in ../shared/realdata/kfood (in
 `Img_XXX_YYYY` order) and of the 100 flower photos of flowers_dataset/sample
 (in Flickr id order) and counts, over the pairs of photos of one class, the
@@ -45,9 +45,9 @@ from photo_datasets.photos import images, quality, series
 REPO = pathlib.Path(__file__).resolve().parents[1]
 KFOOD = REPO.parent / "shared" / "realdata" / "kfood"
 FLOWERS = REPO / "flowers_dataset" / "sample" / "flower_photos"
-SURES = (0.70, 0.74, 0.76, 0.77, 0.78, 0.80, 0.85)
-BANDS = (0.40, 0.45, 0.50, 0.55)
-MIN_INLIERS = (5, 6, 8, 10, 12)
+SURES = (0.74, 0.78, 0.80)
+CLOSE = ((0.65, 4), (0.65, 5), (0.70, 4), (0.70, 5), (0.70, 6), (0.72, 5), (None, None))  # None: no such tier.
+BANDS = ((0.40, 6), (0.40, 8), (0.40, 10), (0.45, 8), (0.50, 8))
 WINDOWS = (2, 4, 8)
 ZOOMS = (0.3, 0.5)  # Close-ups: the centre of the photo with this share of its area, enlarged back (`close_up`).
 
@@ -80,8 +80,8 @@ def _folder(name: str) -> str:
   return name.rsplit("/", 2)[-2]
 
 
-def counts(corpus: Corpus, truth: list[set[str]], rule: tuple[float, float, int], window: int) -> dict[str, int]:
-  found = series.groups(corpus.names, corpus.features, corpus.position, _folder, *rule, window)
+def counts(corpus: Corpus, truth: list[set[str]], rule: series.Rule, window: int) -> dict[str, int]:
+  found = series.groups(corpus.names, corpus.features, corpus.position, _folder, rule, window)
   joined = {frozenset((corpus.names[i], corpus.names[j]))
             for group in found for i, j in itertools.combinations(group, 2)}
   true = {frozenset(pair) for group in truth for pair in itertools.combinations(sorted(group), 2)}
@@ -148,8 +148,9 @@ def link_rates(kfood: Corpus, flowers: Corpus, truth: list[set[str]], mosaics: i
 
   def row(pairs: list[tuple[bytes, bytes]]) -> dict[str, float]:
     overlaps = [series.overlap(a, b) for a, b in pairs]
+    matched = sum(series.RULE.inliers_needed(v) not in (0, None) for v in overlaps)
     return {"pairs": len(pairs), "median overlap": round(statistics.median(overlaps), 3),
-            "share in the band": round(sum(series.BAND <= v < series.SURE for v in overlaps) / len(pairs), 4),
+            "share matched": round(matched / len(pairs), 4),
             "share joined": round(sum(series.joined(a, b) for a, b in pairs) / len(pairs), 4)}
 
   return {"real photos, one class, no series": row(real), f"{mosaics} {name.split(' (')[0]} mosaics": row(fake)}
@@ -173,14 +174,15 @@ def measure(mosaics: int = 0) -> dict[str, Any]:
   series.inliers = cached  # type: ignore[assignment]  # Each pair's keypoints matched once for the whole sweep.
   try:
     rules = {}
-    for sure, band, least in itertools.product(SURES, BANDS, MIN_INLIERS):
-      rule = (sure, band, least)
+    for sure, (close, close_inliers), (band, least) in itertools.product(SURES, CLOSE, BANDS):
+      rule = series.Rule(sure, close or sure, close_inliers or least, band, least)
       row: dict[str, Any] = {"kfood": counts(kfood, truth, rule, series.WINDOW),
                              "flowers_false": counts(flowers, [], rule, series.WINDOW)["false"]}
-      row.update({kind: sum(series.joined(a, b, *rule) for a, b in pairs) for kind, pairs in cases.items()})
-      rules[f"{sure:.2f} {band:.2f} {least}"] = row
-    result["rule (sure, band, min_inliers), window 4"] = rules
-    chosen = (series.SURE, series.BAND, series.MIN_INLIERS)
+      row.update({kind: sum(series.joined(a, b, rule) for a, b in pairs) for kind, pairs in cases.items()})
+      tier = f"{close:.2f} {close_inliers}" if close else "-"
+      rules[f"{sure:.2f}, {tier}, {band:.2f} {least}"] = row
+    result["rule (sure, close close_inliers, band min_inliers), window 4"] = rules
+    chosen = series.RULE
     result["windows, chosen rule"] = {w: {"kfood": counts(kfood, truth, chosen, w),
                                           "flowers_false": counts(flowers, [], chosen, w)["false"]} for w in WINDOWS}
   finally:
@@ -228,8 +230,8 @@ def main() -> None:
     return
   print(f"{result['kfood_photos']} kfood photos, {result['flowers_photos']} flowers, "
         f"{result['true_pairs']} true pairs in the ground truth; hard cases: {result['hard cases']}")
-  print("rule (colour alone from SURE, keypoints from BAND, MIN_INLIERS), window 4:")
-  for rule, row in result["rule (sure, band, min_inliers), window 4"].items():
+  print("rule (colour alone from SURE; from CLOSE, CLOSE_INLIERS keypoints; from BAND, MIN_INLIERS), window 4:")
+  for rule, row in result["rule (sure, close close_inliers, band min_inliers), window 4"].items():
     k = row["kfood"]
     hard = ", ".join(f"{kind} {row[kind]}" for kind in result["hard cases"])
     print(f"  {rule}: kfood true {k['true']}, false {k['false']}, missed {k['missed']}; "

@@ -139,7 +139,7 @@ def describe(image: Image.Image) -> bytes:
   found, descriptors = _orb().detectAndCompute(grey, None)
   keypoints = np.zeros(len(found), dtype=_KEYPOINT)
   if found:
-    where = np.round(cv2.KeyPoint_convert(found) * 8)
+    where = np.round(np.asarray(cv2.KeyPoint.convert(found), np.float32) * 8)
     keypoints["x"], keypoints["y"], keypoints["descriptor"] = where[:, 0], where[:, 1], descriptors
   return colour_histogram(image) + keypoints.tobytes()
 
@@ -174,7 +174,7 @@ class FeatureFile(Sequence[bytes]):
   def __len__(self) -> int:
     return len(self.histograms)
 
-  def __getitem__(self, index):  # type: ignore[no-untyped-def, override]  # Indices only: no slices.
+  def __getitem__(self, index):  # type: ignore[no-untyped-def]  # Indices only: no slices.
     self._file.flush()
     start, length = self._spans[index]
     return self.histograms[index] + os.pread(self._file.fileno(), length, start)
