@@ -36,8 +36,9 @@ of wall seconds and of CPU seconds (main process and workers) per photo, and
 each form's ratio to kfood.zip. On a shared machine quote the CPU-second ratio.
 
 `--series` measures instead the cost of the series rule: the scan's per-photo
-work (`scan._Inspect`) with and without the series features, in CPU time per
-photo, alternating passes over the same photos (medians); then `series.groups`
+work (`scan._Inspect`) without the series features, with the colour histogram
+alone and with the whole features, in CPU time per photo, alternating passes
+over the same photos (medians); then `series.groups`
 over `--series_photos` (150,513) photos in 150 classes, each with the features
 of one of those photos drawn at random, held as a scan holds them
 (`series.FeatureFile`: the bytes the main process keeps for them, traced by
@@ -67,6 +68,7 @@ import sys
 import time
 import tracemalloc
 from typing import Any
+from unittest import mock
 
 import numpy as np
 from PIL import Image
@@ -184,15 +186,19 @@ def series_costs(count: int, total: int = 150_513) -> None:
       inspect(candidate)
     return (time.process_time() - start) / len(candidates) * 1e3
 
-  passes: dict[bool, list[float]] = {False: [], True: []}
+  # The colour histogram alone (the rule before keypoints) beside the whole features, in the same run.
+  arms = {"without the series features": (False, series.describe), "with the colour histogram alone":
+          (True, series.colour_histogram), "with the series features": (True, series.describe)}
+  passes: dict[str, list[float]] = {arm: [] for arm in arms}
   for _ in range(5):
-    for with_series in (False, True):
-      passes[with_series].append(cpu_ms(scan._Inspect(None, series=with_series)))
-  without, with_series = statistics.median(passes[False]), statistics.median(passes[True])
+    for arm, (with_series, describe) in arms.items():
+      with mock.patch.object(series, "describe", describe):
+        passes[arm].append(cpu_ms(scan._Inspect(None, series=with_series)))
+  medians = {arm: statistics.median(runs) for arm, runs in passes.items()}
+  without = medians["without the series features"]
   print(f"scan of one photo, CPU time ({len(photos)} {name} photos of "
         f"{sum(map(len, photos)) / len(photos) / 1e3:.0f} KB, median of 5 alternating passes): "
-        f"{without:.2f} ms without the series features, {with_series:.2f} ms with them "
-        f"(+{with_series - without:.2f} ms)")
+        + ", ".join(f"{ms:.2f} ms {arm} (+{ms - without:.2f} ms)" for arm, ms in medians.items()))
   features = [series.describe(scan.images.decode_and_inspect(data)[1]) for data in photos]
   names = [f"g/class{i % 150}/Img_{i % 150:03d}_{i // 150:05d}.jpg" for i in range(total)]
   every = [features[i] for i in np.random.default_rng(0).integers(len(features), size=total)]
