@@ -63,7 +63,7 @@ WINDOW = 4  # Each photo is compared with the next WINDOW photos of its class.
 MAX_SERIES = 20
 
 _KEYPOINT_SIDE = 224  # The longer side of the grey photo the keypoints are found on.
-_KEYPOINTS = 250  # At most, the strongest.
+_KEYPOINTS = 250  # The strongest (ORB shares them out among its scales, and may keep a few more).
 _LEVELS = 4  # Of its scale pyramid,
 _SCALE_STEP = 1.4  # this far apart.
 _CORNER_CONTRAST = 20  # FAST's threshold, of 255: a higher one finds fewer corners, sooner.
@@ -128,7 +128,7 @@ def colour_histogram(image: Image.Image) -> bytes:
 
 def describe(image: Image.Image) -> bytes:
   """The photo's series features, from the scan's decode: its `colour_histogram`
-  (`HISTOGRAM_BYTES`), then up to `_KEYPOINTS` ORB keypoints of the grey photo
+  (`HISTOGRAM_BYTES`), then about `_KEYPOINTS` ORB keypoints of the grey photo
   shrunk to `_KEYPOINT_SIDE` (`KEYPOINT_BYTES` each)."""
   grey = np.asarray(image.convert("L"))
   height, width = grey.shape
@@ -153,7 +153,8 @@ def _check(features: bytes) -> bytes:
 class FeatureFile(Sequence[bytes]):
   """Photos' features (`describe`) as a scan collects them: the histograms in
   memory, the keypoints (nearly all of the bytes) in an unnamed temporary file,
-  read back only for the pairs that are matched. Indexed in the order `add`ed."""
+  read back only for the pairs that are matched. Indexed in the order `add`ed,
+  then as `reorder` puts them."""
 
   def __init__(self) -> None:
     self._file = tempfile.TemporaryFile(prefix="series-keypoints-")
