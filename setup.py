@@ -27,6 +27,8 @@ setuptools.setup(
         # libjpeg-turbo with its warnings as errors: PIL keeps JPEGs with damaged data (benchmarks/damage_detection.py).
         "simplejpeg>=1.8",
         "numpy<2.5",
+        # ORB keypoints and a RANSAC fit: series that colour alone cannot decide (docs/splits.md).
+        "opencv-python-headless>=4.8",
         # tensorflow-datasets 4.9.10 needs these but does not declare them:
         "importlib_resources",  # every builder fails without it
         "apache-beam>=2.60",  # the `tfds` CLI does not start without it

@@ -42,11 +42,15 @@ of wall seconds and of CPU seconds (main process and workers) per photo, and
 each form's ratio to kfood.zip. On a shared machine quote the CPU-second ratio.
 
 `--series` measures instead the cost of the series rule: the scan's per-photo
-work (`scan._Inspect`) with and without the series features, in CPU time per
-photo, alternating passes over the same photos (medians); then `series.links`
-(`series.groups`) over 150,513 photos in 150 classes, each with the features of one of those
-photos drawn at random (the pairwise work, a window of neighbours per photo,
-and the largest series it makes of photos that are no series).
+work (`scan._Inspect`) without the series features, with the colour histogram
+alone and with the whole features, in CPU time per photo, alternating passes
+over the same photos (medians); then `series.groups`
+over `--series_photos` (150,513) photos in 150 classes, each with the features
+of one of those photos drawn at random, held as a scan holds them
+(`series.FeatureFile`: the bytes the main process keeps for them, traced by
+tracemalloc, beside the bytes of the features themselves), the pairwise work
+(a window of neighbours per photo, the share of those pairs whose keypoints
+are matched) and the largest series it makes of photos that are no series.
 
 `--scaling 1 2 4 8 16` measures instead how the per-photo work of a `224`
 build (scan: full decode check and SHA-256; conversion: decode at reduced
@@ -68,7 +72,9 @@ import shutil
 import subprocess
 import sys
 import time
+import tracemalloc
 from typing import Any
+from unittest import mock
 
 import numpy as np
 from PIL import Image
@@ -171,7 +177,7 @@ def near_duplicate_costs(count: int) -> None:
         f"{time.perf_counter() - start:.1f} s, {len(found)} groups")
 
 
-def series_costs(count: int) -> None:
+def series_costs(count: int, total: int = 150_513) -> None:
   import statistics
 
   from photo_datasets.building import scan
@@ -186,30 +192,45 @@ def series_costs(count: int) -> None:
       inspect(candidate)
     return (time.process_time() - start) / len(candidates) * 1e3
 
-  passes: dict[bool, list[float]] = {False: [], True: []}
+  # The colour histogram alone (the rule before keypoints) beside the whole features, in the same run.
+  arms = {"without the series features": (False, series.describe), "with the colour histogram alone":
+          (True, series.colour_histogram), "with the series features": (True, series.describe)}
+  passes: dict[str, list[float]] = {arm: [] for arm in arms}
   for _ in range(5):
-    for with_series in (False, True):
-      passes[with_series].append(cpu_ms(scan._Inspect(None, series=with_series)))
-  without, with_series = statistics.median(passes[False]), statistics.median(passes[True])
+    for arm, (with_series, describe) in arms.items():
+      with mock.patch.object(series, "describe", describe):
+        passes[arm].append(cpu_ms(scan._Inspect(None, series=with_series)))
+  medians = {arm: statistics.median(runs) for arm, runs in passes.items()}
+  without = medians["without the series features"]
   print(f"scan of one photo, CPU time ({len(photos)} {name} photos of "
         f"{sum(map(len, photos)) / len(photos) / 1e3:.0f} KB, median of 5 alternating passes): "
-        f"{without:.2f} ms without the series features, {with_series:.2f} ms with them "
-        f"(+{with_series - without:.2f} ms)")
-  features = [series.colour_histogram(scan.images.decode_and_inspect(data)[1]) for data in photos]
-  total = 150_513
+        + ", ".join(f"{ms:.2f} ms {arm} (+{ms - without:.2f} ms)" for arm, ms in medians.items()))
+  features = [series.describe(scan.images.decode_and_inspect(data)[1]) for data in photos]
   names = [f"g/class{i % 150}/Img_{i % 150:03d}_{i // 150:05d}.jpg" for i in range(total)]
   every = [features[i] for i in np.random.default_rng(0).integers(len(features), size=total)]
+  tracemalloc.start()
+  kept = series.FeatureFile()
+  for f in every:
+    kept.add(f)
+  held = tracemalloc.get_traced_memory()[0]
+  tracemalloc.stop()
+  print(f"features of {total:,} photos: {sum(map(len, every)) / 1e6:,.0f} MB, of which the scan's main process "
+        f"holds {held / 1e6:,.0f} MB (histograms; the keypoints wait in a temporary file)")
 
   def position(file_name: str) -> int:
     return int(file_name[-9:-4])
 
+  # Neighbours in a class are 150 names apart; a sample of them, for the share matched.
+  overlaps = [series.overlap(every[i], every[i + step])
+              for i in range(0, total - 600, 997) for step in range(150, 601, 150)]
   start = time.process_time()
-  found = series.groups(names, every, position, class_folder)
+  found = series.groups(names, kept, position, class_folder)
   seconds = time.process_time() - start
-  links = series.links(names, every, position, class_folder)
+  kept.close()
   sizes = sorted(map(len, found))
   print(f"series.groups over {total:,} photos in 150 classes (window {series.WINDOW}), each photo's features "
-        f"drawn at random from the {len(features)}: {seconds:.1f} s CPU; {len(links):,} links, "
+        f"drawn at random from the {len(features)}: {seconds:.1f} s CPU, keypoints matched for "
+        f"{statistics.mean(series.RULE.inliers_needed(v) not in (0, None) for v in overlaps):.0%} of the pairs; "
         f"{len(found):,} series of {sum(sizes):,} photos, largest {sizes[-1] if sizes else 0} "
         f"(at most {series.MAX_SERIES}), {sum(s > 10 for s in sizes)} of more than 10")
 
@@ -379,6 +400,7 @@ def main() -> None:
   parser.add_argument("--near_duplicates", action="store_true",
                       help="only measure the cost of the near-duplicate rule")
   parser.add_argument("--series", action="store_true", help="the cost of the series rule (see above)")
+  parser.add_argument("--series_photos", type=int, default=150_513, help="photos grouped by --series")
   parser.add_argument("--steps", action="store_true",
                       help="only time each step of one photo's work on one core")
   parser.add_argument("--scaling", type=int, nargs="+", metavar="N",
@@ -415,7 +437,7 @@ def main() -> None:
     download_forms(args.workdir, args.images, args.download_forms, args.workers, args.piece_mb, realdata)
     return
   if args.series:
-    series_costs(args.images)
+    series_costs(args.images, args.series_photos)
     return
 
   shutil.rmtree(args.workdir, ignore_errors=True)

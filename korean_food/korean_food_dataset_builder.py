@@ -27,12 +27,15 @@ _LICENSE = (
 class Builder(builder.PhotoBuilder[download.Download]):
   """150 Korean dishes in 27 groups, 150,513 web photos, with crop boxes."""
 
-  VERSION = tfds.core.Version("1.1.0")
+  VERSION = tfds.core.Version("1.2.0")
   RELEASE_NOTES = {
       "1.0.0": "Initial release.",
       "1.1.0": "Splits change: a blog's several shots of one dish (photos close in their `Img_XXX_YYYY` "
                "number that show one scene) now share one split, so no test photo shows a scene seen in "
                "training (docs/splits.md); `metadata['series']` lists them.",
+      "1.2.0": "Splits change: series are found by colour and, where colour cannot decide, by keypoints "
+               "that fit one geometry, so a close-up joins its whole plate and another cook's plate of "
+               "the same colours stays apart (docs/splits.md).",
   }
   READER = corpus.Reader
   REPORT_NOTE = (

@@ -75,11 +75,11 @@ def test_sample_builds_with_expected_report(sample, config):
   for name, reason in SAMPLE_SKIPPED.items():
     assert reason in skipped[name]
   # Bad crop lines: `=,986,590`, `dissimilar`, two numbers, zero area. Converted:
-  # CMYK, EXIF-rotated, GIF, RGBA PNG, PNG as .jpg, grayscale. One series: four generated plates of
-  # 김치찌개 (0002, 0003, 0004, 0008), alike in colour, which happen to share a split already.
+  # CMYK, EXIF-rotated, GIF, RGBA PNG, PNG as .jpg, grayscale. No series: the generated plates of
+  # 김치찌개 are alike in colour, but share no keypoints (docs/splits.md).
   assert meta["counts"] == {"bad crop lines": 4, "images converted to JPEG": 6, "images with a crop box": 9,
                             "padded JPEGs kept": 0, "photos in near-duplicate groups": 0,
-                            "photos in series": 4, "photos moved to their group's split": 0}
+                            "photos in series": 0, "photos moved to their group's split": 0}
   assert meta["ignored_files"] == 5  # __MACOSX x2, .DS_Store, Thumbs.db, org_url.csv
   assert meta["duplicates"] == [["구이/갈비구이/Img_000_0002.jpg", "찌개/김치찌개/Img_119_0013.jpg"]]
   assert len(meta["warnings"]) == 1 and "Img_121_0011.jpg" in meta["warnings"][0]

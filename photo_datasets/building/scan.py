@@ -37,7 +37,7 @@ class _Scanned:
   photo: Photo  # With its crop box, decided here once.
   image: bytes | None  # Converted from the scan's decode (with the photo's crop box), for `_Inspect.size`.
   crop_outside: bool  # Its crop file's box lies outside the photo: it has none.
-  series_features: bytes = b""  # `series.colour_histogram`, where the builder orders its photos.
+  series_features: bytes = b""  # `series.describe`, where the builder orders its photos.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +58,7 @@ class _Inspect:
     except images.BadImage as e:
       return Skipped(candidate.file_name, str(e))
     scores, moments = quality.measure(pixels)  # From the pixels just decoded: no second decode.
-    features = series.colour_histogram(pixels) if self.series else b""
+    features = series.describe(pixels) if self.series else b""
     box = photo_box(candidate.crop, check) if candidate.crop else None
     photo = Photo(candidate.file_name, candidate.location, splits.content_digest(data), check, box=box,
                   span=candidate.span, nbytes=len(data), quality=scores, moments=moments)
@@ -108,14 +108,17 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
     report.warnings += _second_copies(twice)
 
   photos = []
-  features: dict[str, bytes] = {}  # Only until the series are found: never saved.
+  features = series.FeatureFile() if series_position is not None else None  # Until the series are found.
+  arrival: dict[str, int] = {}
   inspect = _Inspect(converted.size if converted is not None else None, series=series_position is not None)
   for result in parallel.ordered_map(inspect, first_copies(), workers=workers, on_crash=_crashed):
     if isinstance(result, Skipped):
       report.skipped_files.append(result)
       continue
     photos.append(result.photo)
-    features[result.photo.file_name] = result.series_features
+    if features is not None:
+      arrival[result.photo.file_name] = len(features)
+      features.add(result.series_features)
     if result.crop_outside:
       report.counts["bad crop lines"] = report.counts.get("bad crop lines", 0) + 1
     if converted is not None and result.image is not None:
@@ -130,9 +133,15 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
     report.counts["images with a crop box"] = sum(p.box is not None for p in photos)
   photos = sorted(photos, key=lambda p: p.file_name)
   found: list[list[int]] = []
-  if series_position is not None:
+  if features is not None and series_position is not None:
     names = [p.file_name for p in photos]
-    found = series.groups(names, [features.pop(n) for n in names], series_position, class_folder)
+    features.reorder([arrival[n] for n in names])
+    try:
+      found = series.groups(names, features, series_position, class_folder,
+                            pair_map=lambda task, pairs: parallel.ordered_map(task, pairs, workers=workers,
+                                                                              on_crash=lambda _: 0))
+    finally:
+      features.close()
   return group_near_duplicates(photos, report, found)
 
 

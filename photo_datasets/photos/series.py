@@ -7,28 +7,37 @@ does not group them, yet a test photo from such a series measures memory of a
 scene seen in training. A builder that knows its photos' order gives each
 photo a position (`PhotoBuilder._series_order`: korean_food the
 `Img_XXX_YYYY` number); each photo is compared with the next `WINDOW` photos
-of its class in that order, never with all of them, and two photos are one
-series when their colour histograms overlap by `THRESHOLD` or more. Series are
-joined transitively, the closest links first, up to `MAX_SERIES` photos, and
-share one split with their near copies (`scan.group_near_duplicates`).
+of its class in that order, never with all of them. Series are joined
+transitively, the closest links first, up to `MAX_SERIES` photos, and share
+one split with their near copies (`scan.group_near_duplicates`).
 
-The descriptor is a joint hue, saturation and value histogram of the photo
-shrunk to 48 × 48 (12 × 4 × 4 bins, and 4 value bins for grey pixels), made
-from the scan's own decode: it ignores where things are, so it survives crops,
-another angle, a new ingredient on top and re-encodes; the overlap
-(histogram intersection, 1 for equal histograms) of two shots of one pot is
-high because the pot, the table and the light are the same. Local features
-with geometric verification (ORB, RANSAC homography) were measured too and
-separated series from look-alikes worse on these food photos at several
-times the cost; see docs/splits.md and benchmarks/series_tuning.py for the
-measurements on the real photos.
+Two photos are one series when their colour histograms overlap by `SURE` or
+more, or by less and enough of their keypoints fit one geometry: `CLOSE_INLIERS`
+from `CLOSE`, `MIN_INLIERS` from `BAND` (`Rule`, `joined`): the closer the
+colours, the less geometry it takes.
+The histogram (hue, saturation and value of the photo shrunk to 48 × 48)
+ignores where things are, so it survives crops, another angle and a new
+ingredient on top; but another cook's plate of the same dish can share its
+colours as much as a second shot of one plate. Keypoints tell them apart: ORB
+corners of the grey photo, matched and fitted by RANSAC to one similarity
+(`inliers`), find the same pieces at another scale and place (a close-up of
+the plate) and none on another plate. They are matched only for the pairs of
+the window whose colours fall in the band, so the cost stays bounded. Both
+come from the scan's own decode (`describe`); a scan keeps the keypoints in a
+temporary file until the series are found (`FeatureFile`). docs/splits.md and
+benchmarks/series_tuning.py have the measurements on the real photos.
 """
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Sequence
+import dataclasses
+import functools
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
+import cv2
 import numpy as np
 import numpy.typing as npt
 from PIL import Image
@@ -38,19 +47,71 @@ from photo_datasets.photos import splits
 _SIDE = 48  # The photo is shrunk to this square before its pixels are counted.
 _HUES, _SATURATIONS, _VALUES = 12, 4, 4
 BINS = _HUES * _SATURATIONS * _VALUES + _VALUES  # The last _VALUES bins hold the grey pixels.
-FEATURE_BYTES = 2 * BINS  # uint16 counts of _SIDE² pixels.
-# Shots of one scene overlap by 0.70 or more, different pots of one dish by
-# 0.68 or less (benchmarks/series_tuning.py on the real photos).
-THRESHOLD = 0.70
+HISTOGRAM_BYTES = 2 * BINS  # uint16 counts of _SIDE² pixels.
+# Colour alone joins shots of one scene that overlap by SURE or more; a pair of
+# the window that overlaps less joins only when enough of its keypoints fit one
+# similarity: CLOSE_INLIERS from CLOSE, MIN_INLIERS from BAND; below BAND, never
+# (benchmarks/series_tuning.py). Unrelated pairs reach 4 inliers by chance.
+SURE = 0.78
+CLOSE = 0.70
+CLOSE_INLIERS = 5
+BAND = 0.40
+MIN_INLIERS = 8
 WINDOW = 4  # Each photo is compared with the next WINDOW photos of its class.
 # A series grows by its closest links first and stops at this many photos: one
 # blog post's shots of a dish, not a chain of look-alikes drifting through a class.
 MAX_SERIES = 20
 
+_KEYPOINT_SIDE = 224  # The longer side of the grey photo the keypoints are found on.
+_KEYPOINTS = 250  # The strongest (ORB shares them out among its scales, and may keep a few more).
+_LEVELS = 4  # Of its scale pyramid,
+_SCALE_STEP = 1.4  # this far apart.
+_CORNER_CONTRAST = 20  # FAST's threshold, of 255: a higher one finds fewer corners, sooner.
+# One keypoint: x and y in 1/8 px (uint16) and its 256-bit ORB descriptor.
+_KEYPOINT = np.dtype([("x", "<u2"), ("y", "<u2"), ("descriptor", "u1", 32)])
+KEYPOINT_BYTES = _KEYPOINT.itemsize
+_RATIO = 0.8  # Lowe's ratio test: the best match clearly better than the second.
+_INLIER_PX = 3.0  # RANSAC's reprojection threshold, in pixels of the keypoint photo.
+# A fit must keep the scale of a zoom, not squash the photo to a point, and its
+# inliers must spread over the photo, not sit on one repeated texture.
+_SCALES = (0.25, 4.0)
+_SPREAD_PX = 8.0
 
-def colour_histogram(image: Image.Image) -> bytes:
-  """The photo's `BINS` pixel counts (uint16, little-endian), of its upright RGB pixels."""
-  small = image.convert("RGB").resize((_SIDE, _SIDE), Image.Resampling.BOX, reducing_gap=2.0).convert("HSV")
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+  """When two photos are one series: their colours overlap by `sure`, or by
+  `close` and `close_inliers` keypoints fit one similarity, or by `band` and
+  `min_inliers` keypoints do."""
+
+  sure: float = SURE
+  close: float = CLOSE
+  close_inliers: int = CLOSE_INLIERS
+  band: float = BAND
+  min_inliers: int = MIN_INLIERS
+
+  def inliers_needed(self, colours: float) -> int | None:
+    """The inliers a pair whose colours overlap by `colours` needs: 0 from
+    `sure`, None (never joined) below `band`."""
+    if colours >= self.sure:
+      return 0
+    if colours >= self.close:
+      return self.close_inliers
+    return self.min_inliers if colours >= self.band else None
+
+
+RULE = Rule()
+
+
+@functools.cache
+def _orb() -> cv2.ORB:
+  cv2.setNumThreads(1)  # The scan runs a worker per core; OpenCV's own threads would only contend.
+  return cv2.ORB.create(nfeatures=_KEYPOINTS, scaleFactor=_SCALE_STEP, nlevels=_LEVELS, edgeThreshold=15,
+                        patchSize=15, fastThreshold=_CORNER_CONTRAST, scoreType=cv2.ORB_FAST_SCORE)
+
+
+def _histogram(rgb: Image.Image) -> bytes:
+  small = rgb.resize((_SIDE, _SIDE), Image.Resampling.BOX, reducing_gap=2.0).convert("HSV")
   hsv = np.asarray(small, dtype=np.int32)
   hue = hsv[..., 0] * _HUES // 256
   saturation = hsv[..., 1] * _SATURATIONS // 256
@@ -60,55 +121,175 @@ def colour_histogram(image: Image.Image) -> bytes:
   return np.bincount(bins.ravel(), minlength=BINS).astype("<u2").tobytes()
 
 
+def colour_histogram(image: Image.Image) -> bytes:
+  """The photo's `BINS` pixel counts (uint16, little-endian), of its upright RGB pixels."""
+  return _histogram(image if image.mode == "RGB" else image.convert("RGB"))
+
+
+def describe(image: Image.Image) -> bytes:
+  """The photo's series features, from the scan's decode: its `colour_histogram`
+  (`HISTOGRAM_BYTES`), then about `_KEYPOINTS` ORB keypoints of the grey photo
+  shrunk to `_KEYPOINT_SIDE` (`KEYPOINT_BYTES` each)."""
+  grey = np.asarray(image.convert("L"))
+  height, width = grey.shape
+  scale = min(1.0, _KEYPOINT_SIDE / max(width, height))
+  if scale < 1:  # Bilinear, as ORB's own pyramid: a third of the cost of an area average.
+    grey = cv2.resize(grey, (max(1, round(width * scale)), max(1, round(height * scale))),
+                      interpolation=cv2.INTER_LINEAR)
+  found, descriptors = _orb().detectAndCompute(grey, None)
+  keypoints = np.zeros(len(found), dtype=_KEYPOINT)
+  if found:
+    where = np.round(np.asarray(cv2.KeyPoint.convert(found), np.float32) * 8)
+    keypoints["x"], keypoints["y"], keypoints["descriptor"] = where[:, 0], where[:, 1], descriptors
+  return colour_histogram(image) + keypoints.tobytes()
+
+
+def _check(features: bytes) -> bytes:
+  if len(features) < HISTOGRAM_BYTES or (len(features) - HISTOGRAM_BYTES) % KEYPOINT_BYTES:
+    raise ValueError(f"each photo's features must be {HISTOGRAM_BYTES} bytes and keypoints (describe)")
+  return features
+
+
+class FeatureFile(Sequence[bytes]):
+  """Photos' features (`describe`) as a scan collects them: the histograms in
+  memory, the keypoints (nearly all of the bytes) in an unnamed temporary file,
+  read back only for the pairs that are matched. Indexed in the order `add`ed,
+  then as `reorder` puts them."""
+
+  def __init__(self) -> None:
+    self._file = tempfile.TemporaryFile(prefix="series-keypoints-")
+    self.histograms: list[bytes] = []
+    self._spans: list[tuple[int, int]] = []  # Where each photo's keypoints are in the file: start, length.
+    self._size = 0
+
+  def add(self, features: bytes) -> None:
+    self.histograms.append(_check(features)[:HISTOGRAM_BYTES])
+    self._spans.append((self._size, len(features) - HISTOGRAM_BYTES))
+    self._size += self._file.write(features[HISTOGRAM_BYTES:])
+
+  def reorder(self, order: Sequence[int]) -> None:
+    """Photo `order[i]` becomes photo i."""
+    self.histograms = [self.histograms[i] for i in order]
+    self._spans = [self._spans[i] for i in order]
+
+  def __len__(self) -> int:
+    return len(self.histograms)
+
+  def __getitem__(self, index):  # type: ignore[no-untyped-def]  # Indices only: no slices.
+    self._file.flush()
+    start, length = self._spans[index]
+    return self.histograms[index] + os.pread(self._file.fileno(), length, start)
+
+  def __iter__(self) -> Iterator[bytes]:
+    return (self[i] for i in range(len(self)))
+
+  def close(self) -> None:
+    self._file.close()
+
+
 def _shares(features: Sequence[bytes]) -> npt.NDArray[np.float64]:
-  if any(len(f) != FEATURE_BYTES for f in features):
-    raise ValueError(f"each photo's features must be {FEATURE_BYTES} bytes (colour_histogram)")
-  counts = np.frombuffer(b"".join(features), dtype="<u2").reshape(len(features), BINS).astype(np.float64)
+  heads = features.histograms if isinstance(features, FeatureFile) else [_check(f)[:HISTOGRAM_BYTES] for f in features]
+  counts = np.frombuffer(b"".join(heads), dtype="<u2").reshape(
+      len(features), BINS).astype(np.float64)
   shares: npt.NDArray[np.float64] = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
   return shares
 
 
 def overlap(a: bytes, b: bytes) -> float:
-  """Histogram intersection of two photos' `colour_histogram`s: 1 when equal, 0 when disjoint."""
+  """Histogram intersection of two photos' colour histograms: 1 when equal, 0 when disjoint."""
   shares = _shares([a, b])
   return float(np.minimum(shares[0], shares[1]).sum())
 
 
+def _keypoints(features: bytes) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.uint8]]:
+  keypoints = np.frombuffer(features, dtype=_KEYPOINT, offset=HISTOGRAM_BYTES)
+  where = np.stack([keypoints["x"], keypoints["y"]], axis=1).astype(np.float32) / np.float32(8)
+  return where, np.ascontiguousarray(keypoints["descriptor"])
+
+
+def inliers(a: bytes, b: bytes) -> int:
+  """How many keypoints of two photos' features fit one similarity (shift,
+  rotation, scale) by RANSAC: many for two shots of one plate, even at another
+  zoom, few for two plates that only share their colours."""
+  (where_a, descriptors_a), (where_b, descriptors_b) = _keypoints(a), _keypoints(b)
+  if len(where_a) < 3 or len(where_b) < 3:
+    return 0
+  pairs = cv2.BFMatcher(cv2.NORM_HAMMING).knnMatch(descriptors_a, descriptors_b, k=2)
+  good = [m[0] for m in pairs if len(m) == 2 and m[0].distance < _RATIO * m[1].distance]
+  if len(good) < 3:
+    return 0
+  points_a = where_a[[m.queryIdx for m in good]]
+  points_b = where_b[[m.trainIdx for m in good]]
+  cv2.setRNGSeed(0)  # RANSAC's samples: the same photos, the same count.
+  fit, mask = cv2.estimateAffinePartial2D(points_a, points_b, method=cv2.RANSAC,
+                                          ransacReprojThreshold=_INLIER_PX, maxIters=500, refineIters=0)
+  if fit is None:
+    return 0
+  kept = mask.ravel().astype(bool)
+  scale = float(np.hypot(fit[0, 0], fit[1, 0]))
+  spread = min(points_a[kept].std(axis=0).min(), points_b[kept].std(axis=0).min())
+  return int(kept.sum()) if _SCALES[0] <= scale <= _SCALES[1] and spread >= _SPREAD_PX else 0
+
+
+def joined(a: bytes, b: bytes, rule: Rule = RULE) -> bool:
+  """Whether two photos' features (`describe`) look like shots of one scene by `rule`."""
+  needed = rule.inliers_needed(overlap(a, b))
+  return needed is not None and (needed == 0 or inliers(a, b) >= needed)
+
+
+def pair_inliers(pair: tuple[bytes, bytes]) -> int:
+  """`inliers` of a pair of features, for a `PairMap`."""
+  cv2.setNumThreads(1)  # One worker per core already.
+  return inliers(*pair)
+
+
+# Maps `pair_inliers` over pairs of features, in order: `map` by default, a
+# pool of worker processes in the scan (the matching is most of the grouping's work).
+PairMap = Callable[[Callable[[tuple[bytes, bytes]], int], Iterable[tuple[bytes, bytes]]], Iterable[int]]
+
+
 def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
-                  folder: Callable[[str], str], threshold: float, window: int) -> list[tuple[float, int, int]]:
+                  folder: Callable[[str], str], rule: Rule, window: int,
+                  pair_map: PairMap) -> list[tuple[float, int, int]]:
   by_folder: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
   for index, name in enumerate(names):
     if (where := position(name)) is not None:
       by_folder[folder(name)].append((where, index))
   shares = _shares(features) if names else np.zeros((0, BINS))
-  found = []
+  found: list[tuple[float, int, int]] = []
+  to_match: list[tuple[float, int, int, int]] = []
   for members in by_folder.values():
     order = np.array([index for _, index in sorted(members)], dtype=np.intp)
     for step in range(1, window + 1):
       a, b = order[:-step], order[step:]
       overlaps = np.minimum(shares[a], shares[b]).sum(axis=1)
-      close = overlaps >= threshold
-      found += [(value, min(i, j), max(i, j)) for value, i, j in
-                zip(overlaps[close].tolist(), a[close].tolist(), b[close].tolist(), strict=True)]
-  return found
+      for value, i, j in zip(overlaps.tolist(), a.tolist(), b.tolist(), strict=True):
+        needed = rule.inliers_needed(value)  # Colour decides above the band and below; keypoints in it.
+        if needed == 0:
+          found.append((value, min(i, j), max(i, j)))
+        elif needed is not None:
+          to_match.append((value, min(i, j), max(i, j), needed))
+  counts = pair_map(pair_inliers, ((features[i], features[j]) for _, i, j, _ in to_match))
+  return found + [(value, i, j) for (value, i, j, needed), count in zip(to_match, counts, strict=True)
+                  if count >= needed]
 
 
 def links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
-          folder: Callable[[str], str], threshold: float = THRESHOLD,
-          window: int = WINDOW) -> list[tuple[int, int]]:
+          folder: Callable[[str], str], rule: Rule = RULE, window: int = WINDOW,
+          pair_map: PairMap = map) -> list[tuple[int, int]]:
   """Pairs (i, j) of indices of `names` that look like shots of one series:
   in one `folder`, at most `window` apart in `position` order (photos without
-  a position take part in no series), histograms overlapping by `threshold`."""
-  return sorted((i, j) for _, i, j in _scored_links(names, features, position, folder, threshold, window))
+  a position take part in no series), `joined` by `rule` (`describe`, `inliers`)."""
+  return sorted((i, j) for _, i, j in _scored_links(names, features, position, folder, rule, window, pair_map))
 
 
 def groups(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
-           folder: Callable[[str], str], threshold: float = THRESHOLD, window: int = WINDOW,
-           most: int = MAX_SERIES) -> list[list[int]]:
+           folder: Callable[[str], str], rule: Rule = RULE, window: int = WINDOW, most: int = MAX_SERIES,
+           pair_map: PairMap = map) -> list[list[int]]:
   """The series among `names`: their `links` joined, the closest first, into
   groups of at most `most` photos (a link that would make a larger one is
   left out). Only groups of two or more; each sorted, the list by first index."""
   # Closest first; ties by index, so the groups depend on nothing but the photos.
-  scored = sorted(_scored_links(names, features, position, folder, threshold, window),
+  scored = sorted(_scored_links(names, features, position, folder, rule, window, pair_map),
                   key=lambda link: (-link[0], link[1], link[2]))
   return splits.components(len(names), [(i, j) for _, i, j in scored], most)
