@@ -16,6 +16,8 @@ import korean_food
 from photo_datasets.building import disk
 from photo_datasets.testing import build, read_examples
 
+VERSION = str(korean_food.Builder.VERSION)
+
 SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 
 # `tfds build` as the CLI runs it, its scan's save held until the file argv[1] appears.
@@ -90,14 +92,14 @@ def test_builds_at_once_wait_for_the_one_that_builds_and_share_its_scan(tmp_path
   assert "Reusing dataset korean_food" in second_said and "Reusing the scan" not in second_said
   assert "SplitInfo num_examples=" in second_said  # Its info is the build's it reused.
   config_dir = data_dir / "korean_food" / "224"
-  assert sorted(p.name for p in config_dir.iterdir()) == [".photo_datasets.lock", "1.1.0"]
+  assert sorted(p.name for p in config_dir.iterdir()) == [".photo_datasets.lock", VERSION]
   assert not list((data_dir / "downloads" / "scans").glob("*.lock"))
 
   alone = build("korean_food/224", tmp_path / "alone", SAMPLE, workers=1)
   both = build("korean_food/224", data_dir, SAMPLE, workers=1)
   assert read_examples(both) == read_examples(alone)
-  assert sorted(p.name for p in (config_dir / "1.1.0").iterdir()) == sorted(
-      p.name for p in (tmp_path / "alone" / "korean_food" / "224" / "1.1.0").iterdir())
+  assert sorted(p.name for p in (config_dir / VERSION).iterdir()) == sorted(
+      p.name for p in (tmp_path / "alone" / "korean_food" / "224" / VERSION).iterdir())
   small = build("korean_food/64", tmp_path / "alone", SAMPLE, workers=1)
   assert read_examples(build("korean_food/64", data_dir, SAMPLE, workers=1)) == read_examples(small)
 

@@ -315,7 +315,7 @@ def test_the_command_writes_elsewhere_with_out_dir_and_says_so_where_it_cannot_w
   data_dir, _ = built
   copy = tmp_path / "data"
   shutil.copytree(data_dir / "flowers_dataset" / "224", copy / "flowers_dataset" / "224")
-  folder = copy / "flowers_dataset" / "224" / "1.1.0"
+  folder = copy / "flowers_dataset" / "224" / "1.2.0"
   (folder / report_page.FILE_NAME).unlink()
   (folder / report_page.FILE_NAME).mkdir()  # The page cannot be written there (as in a read-only data dir).
   with pytest.raises(SystemExit) as exit_info:

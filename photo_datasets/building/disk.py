@@ -132,6 +132,25 @@ def _size(path: str) -> int:
   return total
 
 
+# The lock files this process holds (`exclusive`). A forked worker gets their descriptors too, and an `flock` lock
+# lasts while any descriptor of it is open: a worker that outlived a killed build by a moment would hold its config.
+_HELD: set[int] = set()
+
+
+def _let_go_in_child() -> None:
+  """In a forked child: the held lock files' descriptors pointed at /dev/null (the numbers stay valid)."""
+  if _HELD:
+    null = os.open(os.devnull, os.O_RDONLY)
+    for fd in _HELD:
+      os.dup2(null, fd)
+    os.close(null)
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+  os.register_at_fork(after_in_child=_let_go_in_child)
+
+
 def _holder() -> str:
   return f"pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S %Z')}"
 
@@ -191,9 +210,11 @@ def exclusive(path: str, on_wait: Callable[[str], None],
     lock.truncate(0)
     lock.write(_holder())
     lock.flush()
+    _HELD.add(lock.fileno())
     try:
       yield True
     finally:
+      _HELD.discard(lock.fileno())
       with contextlib.suppress(OSError):
         lock.truncate(0)
         if remove:  # While still held: a process waiting on it then locks a new file.
