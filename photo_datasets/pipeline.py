@@ -53,6 +53,7 @@ off the GPUs so the model has their memory.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable
@@ -92,6 +93,7 @@ def training_dataset(
     input_context: tf.distribute.InputContext | None = None,
     data_service: str | service.Service | None = None,
     cache: str | None = None,
+    flip: bool = True,
 ) -> tf.data.Dataset:
   """Shuffled, augmented, batched, prefetched `(images, labels)` for `model.fit`.
 
@@ -120,6 +122,11 @@ def training_dataset(
       are still shuffled (in a buffer of `shuffle_buffer` decoded examples)
       and flipped anew. Refused for `full` (crops differ every epoch), with
       `data_service`, and for a memory cache larger than half the free memory.
+    flip: mirror each image left to right with probability 1/2. False leaves
+      the images unmirrored, for a model that mirrors them on the accelerator
+      (`keras.layers.RandomFlip("horizontal")` after `rescaling_layer()`, as
+      `photo_datasets.models` does): the flip is a tenth of the pipeline's CPU
+      per image, and most of a cached epoch's (docs/reading.md).
 
   Returns:
     A `tf.data.Dataset` of `(uint8 images (B, S, S, 3), int64 labels (B,))`,
@@ -139,7 +146,13 @@ def training_dataset(
         f"sized config with cache= (e.g. '{reader.builder.name}/{image_size or 224}'), or without cache.")
   decoded = reader.cached(cache, reader.decoded) if cache is not None else None
   _check_batch_fits(reader, batch)
-  augment = reader.cropped if reader.stored_size is None else reader.flipped
+  augment: Callable[[dict[str, Any], tf.Tensor | None], tuple[tf.Tensor, tf.Tensor]]
+  if reader.stored_size is None:
+    augment = functools.partial(reader.cropped, flip=flip)
+  else:
+    augment = reader.flipped if flip else lambda example, _: reader.decoded(example)
+  # A sized config read without flips draws nothing per example: no seeds to zip in.
+  draws = flip or reader.stored_size is None
 
   def batches(seed: int | tf.Tensor | None) -> tf.data.Dataset:
     ds = reader.records(shuffle_files=True, seed=seed) if decoded is None else decoded
@@ -150,8 +163,10 @@ def training_dataset(
     def augmented(element: Any, seeds: tf.Tensor | None) -> tuple[tf.Tensor, tf.Tensor]:
       return augment(reader.parse(element), seeds) if decoded is None else _flip(element[0], element[1], seeds)
 
-    if seed is None:
-      # Unseeded, the random ops draw from the op's own generator: no seeds to make or zip.
+    if decoded is not None and not flip:
+      return ds.batch(batch, drop_remainder=data_service is None)  # The cached images as they are.
+    if seed is None or not draws:
+      # Unseeded (or drawing nothing), the random ops draw from the op's own generator: no seeds to make or zip.
       ds = ds.map(lambda *element: augmented(_one(element), None), num_parallel_calls=AUTOTUNE,
                   deterministic=deterministic)
     else:
@@ -432,14 +447,17 @@ class _Reader:
     image = tf.switch_case(steps, [decode_at(ratio) for ratio in _DCT_RATIOS])
     return self._resized(image, antialias=False)
 
-  def cropped(self, example: dict[str, Any], seeds: tf.Tensor | None) -> tuple[tf.Tensor, tf.Tensor]:
-    """Training on `full`: a random crop containing the box, flipped at random."""
+  def cropped(self, example: dict[str, Any], seeds: tf.Tensor | None, *, flip: bool = True
+              ) -> tuple[tf.Tensor, tf.Tensor]:
+    """Training on `full`: a random crop containing the box, flipped at random if `flip`."""
     if seeds is None:  # The crop's sampler takes seeds only.
       seeds = tf.random.uniform([2], maxval=_SEEDS, dtype=tf.int64)
     encoded = example["image"]
     has_box = example["has_bbox"] if self.has_box else tf.constant(False)
     window = random_crop_window(tf.io.extract_jpeg_shape(encoded), self._box(example), has_box, seeds)
-    image, label = _flip(self._decode_window(encoded, window), example["label"], tf.reverse(seeds, [0]))
+    image, label = self._decode_window(encoded, window), example["label"]
+    if flip:
+      image, label = _flip(image, label, tf.reverse(seeds, [0]))
     return tf.ensure_shape(image, (self.size, self.size, 3)), label
 
   def decoded(self, example: dict[str, Any]) -> tuple[tf.Tensor, tf.Tensor]:

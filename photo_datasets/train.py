@@ -116,7 +116,10 @@ def train(
     batch_size = splits["train"]
 
   try:  # The pipeline checks the rest (image_size range) and names the argument.
-    train_ds = pipeline.training_dataset(name, batch_size=batch_size, image_size=size, data_dir=data_dir, seed=seed)
+    # Keras's advice: augment in the model on a GPU (where it is free), in tf.data on a CPU.
+    flip_in_model = gpu_visible()
+    train_ds = pipeline.training_dataset(name, batch_size=batch_size, image_size=size, data_dir=data_dir, seed=seed,
+                                         flip=not flip_in_model)
     validation_ds, test_ds = (
         None if split in skipped else
         pipeline.evaluation_dataset(name, split=split, batch_size=batch_size, image_size=size, data_dir=data_dir)
@@ -131,7 +134,7 @@ def train(
   policy = dtype_policy(mixed_precision)
   num_classes: int = info.features["label"].num_classes
   with global_dtype_policy(policy):
-    classifier = build_model(model, num_classes, size)
+    classifier = build_model(model, num_classes, size, flip=flip_in_model)
     classifier.compile(optimizer=keras.optimizers.Adam(learning_rate),
                        loss=keras.losses.SparseCategoricalCrossentropy(), metrics=["accuracy"])
     speed = _Speed(batch_size)

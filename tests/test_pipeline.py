@@ -247,6 +247,35 @@ def test_sized_training_images_are_the_stored_ones_some_mirrored(kfood_dir):
   assert 0 < sum(mirrored) < 33
 
 
+@pytest.mark.parametrize("cache", [None, "memory"])
+@pytest.mark.parametrize("seed", [None, 3])
+def test_without_flips_training_images_are_exactly_the_stored_ones(kfood_dir, cache, seed):
+  stored = sorted(image.numpy().tobytes() for image, _ in tfds.load("korean_food/64", split="train",
+                                                                   data_dir=kfood_dir, as_supervised=True))
+  ds = pipeline.training_dataset("korean_food/64", batch_size=1, data_dir=kfood_dir, seed=seed, cache=cache,
+                                 flip=False)
+  epochs = [[image.tobytes() for images, _ in tfds.as_numpy(ds) for image in images] for _ in range(2)]
+  assert sorted(epochs[0]) == sorted(epochs[1]) == stored  # none mirrored, each once
+  assert epochs[0] != epochs[1]  # still shuffled anew every epoch
+  if seed is not None:
+    again = pipeline.training_dataset("korean_food/64", batch_size=1, data_dir=kfood_dir, seed=seed, cache=cache,
+                                      flip=False)
+    assert [image.tobytes() for images, _ in tfds.as_numpy(again) for image in images] == epochs[0]
+
+
+def test_full_training_crops_without_flips_repeat_with_their_seed(kfood_dir):
+  def epoch(flip: bool) -> list[np.ndarray]:
+    ds = pipeline.training_dataset("korean_food/full", batch_size=4, image_size=64, data_dir=kfood_dir, seed=4,
+                                   shuffle_buffer=0, flip=flip)
+    return [image for images, _ in tfds.as_numpy(ds) for image in images]
+
+  flipped, unflipped = epoch(True), epoch(False)
+  assert [i.tobytes() for i in epoch(False)] == [i.tobytes() for i in unflipped]
+  # The same crops, mirrored or not: only the flip is left out.
+  assert all(np.array_equal(a, b) or np.array_equal(a, b[:, ::-1]) for a, b in zip(flipped, unflipped, strict=True))
+  assert any(not np.array_equal(a, b) for a, b in zip(flipped, unflipped, strict=True))
+
+
 @pytest.fixture(scope="module")
 def three_files_dir(tmp_path_factory):
   """flowers_dataset/64 of three classes in 3 record files per split."""

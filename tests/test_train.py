@@ -214,3 +214,17 @@ def test_under_mixed_precision_the_output_stays_float32(kind, tmp_path):
 
 def test_default_out_dir_is_named_after_the_config():
   assert train.default_out_dir("korean_food/224") == pathlib.Path("train_out") / "korean_food_224"
+
+
+@pytest.mark.parametrize("kind", train.MODELS)
+def test_a_model_that_flips_mirrors_some_training_images_and_no_inference_image(kind, tmp_path):
+  model = train.build_model(kind, num_classes=7, image_size=32, flip=True)
+  images = np.random.default_rng(0).integers(0, 256, (16, 32, 32, 3), dtype=np.uint8)
+  flip = model.get_layer("flip")
+  seen = keras.ops.convert_to_numpy(flip(images, training=True))
+  mirrored = [np.array_equal(s, i[:, ::-1]) for s, i in zip(seen, images, strict=True)]
+  assert all(m or np.array_equal(s, i) for m, s, i in zip(mirrored, seen, images, strict=True))
+  assert 0 < sum(mirrored) < 16
+  np.testing.assert_array_equal(keras.ops.convert_to_numpy(flip(images, training=False)), images)
+  model.save(tmp_path / "model.keras")  # Saved and loaded with its flip layer.
+  _check_model(tmp_path / "model.keras", 32, 7)
