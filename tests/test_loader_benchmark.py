@@ -60,7 +60,8 @@ def test_some_loaders_read_as_keras_reads_them(tmp_path):
                   "--json", str(out_json), "--png", str(tmp_path / "out.png")])
   report = json.loads(out_json.read_text())
   assert set(report["loaders"]) == {"5_tfds_224", "6_pipeline_224", "6_pipeline_224_seed", "6_pipeline_224_one_file",
-                                    "6_pipeline_224_cache_memory", "6_pipeline_224_cache_memory_seed",
+                                    "6_pipeline_224_model_flips", "6_pipeline_224_cache_memory",
+                                    "6_pipeline_224_cache_memory_seed", "6_pipeline_224_cache_memory_model_flips",
                                     "6_pipeline_224_cache_disk", "7_limit_224_decode"}
   assert report["read_as"].startswith("model.fit on Keras's") and all(
       row["images"] == 16 for row in report["loaders"].values())
