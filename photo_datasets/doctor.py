@@ -194,6 +194,8 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
                   lambda: decode_limit(name, split=split, batch_size=batch_size, data_dir=data_dir).repeat())
   train = measure("training", "training_dataset",
                   lambda: pipeline.training_dataset(name, split=split, **common).repeat())
+  unflipped = measure("training_model_flips", "training_dataset, flip=False (the model mirrors, on the accelerator)",
+                      lambda: pipeline.training_dataset(name, split=split, flip=False, **common).repeat())
   cached = _cached_row(name, split, examples, train.images_per_second or 0.0, seconds, common, say)
   rows.append(cached)
   measure("evaluation", "evaluation_dataset", lambda: pipeline.evaluation_dataset(name, split=split, **common).repeat())
@@ -211,6 +213,7 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
   }
   report.update(verdict(input_rate=train.images_per_second or 0.0, model_rate=steps.images_per_second or 0.0,
                         cached_rate=cached.images_per_second, limit_rate=limit.images_per_second or 0.0,
+                        unflipped_rate=unflipped.images_per_second,
                         fits=split_bytes <= cache.memory_limit(), sized=stored is not None,
                         name=name, size=size, stored=stored))
   return report
@@ -239,7 +242,8 @@ def _cached_row(name: str, split: str, examples: int, uncached: float, seconds: 
 
 
 def verdict(*, input_rate: float, model_rate: float, cached_rate: float | None, limit_rate: float, fits: bool,
-            sized: bool, name: str, size: int, stored: int | None) -> dict[str, Any]:
+            sized: bool, name: str, size: int, stored: int | None, unflipped_rate: float | None = None
+            ) -> dict[str, Any]:
   """Which side limits training, by what factor, and the remedy that fits."""
   if model_rate <= input_rate * MARGIN and input_rate <= model_rate * MARGIN:
     return {"bound": "matched", "factor": round(model_rate / input_rate, 2), "remedy": "none",
@@ -254,6 +258,9 @@ def verdict(*, input_rate: float, model_rate: float, cached_rate: float | None, 
   factor = model_rate / input_rate
   head = (f"Input-bound: the model could train {model_rate:,.0f} images/s, {factor:.1f} times what "
           f"training_dataset delivers ({input_rate:,.0f}).")
+  if unflipped_rate is not None and unflipped_rate > input_rate:
+    head += (f" With flip=False and keras.layers.RandomFlip in the model (on the accelerator) it delivers "
+             f"{unflipped_rate:,.0f}.")
   workers = math.ceil(model_rate / input_rate)
   service = (f"{workers} tf.data service workers of this machine's input rate would feed it "
              "(photo_datasets.data_service)")
@@ -301,6 +308,8 @@ def costs(rows: Sequence[dict[str, Any]]) -> list[str]:
     return []
   said = (f"Per image, CPU of all cores: the decode limit {limit:,.0f} us; training_dataset {training:,.0f} us "
           f"({training - limit:+,.0f} us: reading, shuffle, flip, batch)")
+  if (unflipped := cpu.get("training_model_flips")) is not None:
+    said += f", {unflipped:,.0f} us with flip=False (the flip: {training - unflipped:+,.0f} us)"
   if cpu.get("training_cached") is not None:
     said += f"; with the memory cache {cpu['training_cached']:,.0f} us (no decode)"
   return [said + ". Stage by stage: docs/reading.md."]

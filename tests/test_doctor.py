@@ -46,12 +46,12 @@ def test_a_model_slow_on_purpose_is_called_the_limit(data_dir, tmp_path, capsys)
   assert report["bound"] == "model" and report["factor"] > 5 and report["remedy"] == "none"
   assert report["verdict"].startswith("Model-bound")
   assert [row["key"] for row in report["rows"]] == [
-      "decode_limit", "training", "training_cached", "evaluation", "model"]
+      "decode_limit", "training", "training_model_flips", "training_cached", "evaluation", "model"]
   assert all(row["images_per_second"] > 0 for row in report["rows"])
   # Each input row's CPU per image; the model's steps are timed on the device, not per CPU.
   assert all(row["cpu_us_per_image"] > 0 for row in report["rows"][:-1])
   assert report["rows"][-1]["cpu_us_per_image"] is None
-  assert err.count("measuring") == 5  # a progress line per measurement
+  assert err.count("measuring") == 6  # a progress line per measurement
 
 
 def test_a_fast_model_is_input_bound_and_told_the_remedy(data_dir, tmp_path, capsys):
@@ -66,6 +66,7 @@ def test_a_fast_model_is_input_bound_and_told_the_remedy(data_dir, tmp_path, cap
   cpu = {row["key"]: row["cpu_us_per_image"] for row in report["rows"]}
   assert (f"Per image, CPU of all cores: the decode limit {cpu['decode_limit']:,.0f} us; training_dataset "
           f"{cpu['training']:,.0f} us") in out
+  assert f"{cpu['training_model_flips']:,.0f} us with flip=False (the flip: " in out
   assert report["verdict"].startswith("Input-bound")
 
 
