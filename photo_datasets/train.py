@@ -12,7 +12,8 @@ Writes into --out_dir (default `train_out/<name>`): `model.keras`,
 
 Models are built with `weights=None`: nothing is downloaded. Images enter the
 model as uint8 and become floats in its first layer, on the accelerator. With a
-GPU visible, `--mixed_precision auto` computes in float16, the softmax in float32.
+GPU visible, `--mixed_precision auto` computes in float16, the softmax in float32,
+and the model mirrors the training images itself (`RandomFlip`), not tf.data.
 """
 
 from __future__ import annotations
