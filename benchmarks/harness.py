@@ -154,6 +154,7 @@ def in_turns(rows: Mapping[str, Callable[[], Mapping[str, float]]], repeats: int
 def write_json(report: dict[str, Any], path: str) -> None:
   """`report`, with the command line that produced it, as JSON at `path`."""
   report = {"command": " ".join([os.path.relpath(sys.argv[0]), *sys.argv[1:]]), **report}
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   with open(path, "w") as file:
     json.dump(report, file, indent=1)
   print(f"results: {path}")
