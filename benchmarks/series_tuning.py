@@ -166,12 +166,13 @@ def measure(mosaics: int = 0) -> dict[str, Any]:
   every_inliers = series.inliers
   memo: dict[tuple[bytes, bytes], int] = {}
 
-  def cached(a: bytes, b: bytes) -> int:
+  def cached(a: bytes, b: bytes, least: int = 3) -> int:
     if (a, b) not in memo:
-      memo[a, b] = every_inliers(a, b)
+      memo[a, b] = every_inliers(a, b)  # Every count, whatever the rule needs.
     return memo[a, b]
 
-  series.inliers = cached  # type: ignore[assignment]  # Each pair's keypoints matched once for the whole sweep.
+  # Each hard case's keypoints matched once for the whole sweep (`series.joined`).
+  series.inliers = cached  # type: ignore[assignment]
   try:
     rules = {}
     for sure, (close, close_inliers), (band, least) in itertools.product(SURES, CLOSE, BANDS):

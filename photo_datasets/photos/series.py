@@ -207,19 +207,18 @@ def _keypoints(features: bytes) -> tuple[npt.NDArray[np.float32], npt.NDArray[np
   return where, np.ascontiguousarray(keypoints["descriptor"])
 
 
-def inliers(a: bytes, b: bytes) -> int:
-  """How many keypoints of two photos' features fit one similarity (shift,
-  rotation, scale) by RANSAC: many for two shots of one plate, even at another
-  zoom, few for two plates that only share their colours."""
-  (where_a, descriptors_a), (where_b, descriptors_b) = _keypoints(a), _keypoints(b)
+def _fit(a: tuple[npt.NDArray[np.float32], npt.NDArray[np.uint8]],
+         b: tuple[npt.NDArray[np.float32], npt.NDArray[np.uint8]], least: int) -> int:
+  (where_a, descriptors_a), (where_b, descriptors_b) = a, b
   if len(where_a) < 3 or len(where_b) < 3:
     return 0
-  pairs = cv2.BFMatcher(cv2.NORM_HAMMING).knnMatch(descriptors_a, descriptors_b, k=2)
-  good = [m[0] for m in pairs if len(m) == 2 and m[0].distance < _RATIO * m[1].distance]
-  if len(good) < 3:
+  # Each keypoint of a's two nearest of b, as arrays (no match objects): the Hamming distances are most of the work.
+  distances, nearest = cv2.batchDistance(descriptors_a, descriptors_b, -1, normType=cv2.NORM_HAMMING, K=2,
+                                         update=0, crosscheck=False)
+  good = np.flatnonzero(distances[:, 0] < _RATIO * distances[:, 1])
+  if len(good) < max(least, 3):  # Too few matches to make `least` inliers: no geometry to fit.
     return 0
-  points_a = where_a[[m.queryIdx for m in good]]
-  points_b = where_b[[m.trainIdx for m in good]]
+  points_a, points_b = where_a[good], where_b[nearest[good, 0]]
   cv2.setRNGSeed(0)  # RANSAC's samples: the same photos, the same count.
   fit, mask = cv2.estimateAffinePartial2D(points_a, points_b, method=cv2.RANSAC,
                                           ransacReprojThreshold=_INLIER_PX, maxIters=500, refineIters=0)
@@ -231,21 +230,57 @@ def inliers(a: bytes, b: bytes) -> int:
   return int(kept.sum()) if _SCALES[0] <= scale <= _SCALES[1] and spread >= _SPREAD_PX else 0
 
 
+def inliers(a: bytes, b: bytes, least: int = 3) -> int:
+  """How many keypoints of two photos' features fit one similarity (shift,
+  rotation, scale) by RANSAC: many for two shots of one plate, even at another
+  zoom, few for two plates that only share their colours. 0 when fewer than
+  `least` keypoints match at all (they could not make `least` inliers)."""
+  return _fit(_keypoints(a), _keypoints(b), least)
+
+
 def joined(a: bytes, b: bytes, rule: Rule = RULE) -> bool:
   """Whether two photos' features (`describe`) look like shots of one scene by `rule`."""
   needed = rule.inliers_needed(overlap(a, b))
-  return needed is not None and (needed == 0 or inliers(a, b) >= needed)
+  return needed is not None and (needed == 0 or inliers(a, b, needed) >= needed)
 
 
-def pair_inliers(pair: tuple[bytes, bytes]) -> int:
-  """`inliers` of a pair of features, for a `PairMap`."""
+@dataclasses.dataclass(frozen=True)
+class MatchRun:
+  """Pairs of a run of neighbours whose keypoints are matched, with each
+  photo's features once (not once a pair): `pairs` holds (i, j, inliers
+  needed), indices into `features`."""
+
+  features: list[bytes]
+  pairs: list[tuple[int, int, int]]
+
+
+def match_run(run: MatchRun) -> list[int]:
+  """`inliers` of each pair of the run, in order: the task of a `PairMap`."""
   cv2.setNumThreads(1)  # One worker per core already.
-  return inliers(*pair)
+  keypoints = [_keypoints(f) for f in run.features]
+  return [_fit(keypoints[i], keypoints[j], needed) for i, j, needed in run.pairs]
 
 
-# Maps `pair_inliers` over pairs of features, in order: `map` by default, a
-# pool of worker processes in the scan (the matching is most of the grouping's work).
-PairMap = Callable[[Callable[[tuple[bytes, bytes]], int], Iterable[tuple[bytes, bytes]]], Iterable[int]]
+def unmatched(run: MatchRun) -> list[int]:
+  """No inliers for any pair of the run (its worker died)."""
+  return [0] * len(run.pairs)
+
+
+# Maps `match_run` over runs, in order: `map` by default, a pool of worker
+# processes in the scan (the matching is most of the grouping's work).
+PairMap = Callable[[Callable[[MatchRun], list[int]], Iterable[MatchRun]], Iterable[list[int]]]
+_RUN = 32  # Photos of a class whose pairs make one `MatchRun`: their features travel to a worker together.
+
+
+def _runs(to_match: Sequence[tuple[float, int, int, int]], features: Sequence[bytes],
+          window: int) -> Iterator[MatchRun]:
+  """`to_match`'s pairs (value, i, j, needed; by class, then by first photo)
+  in runs of about `_RUN` photos' pairs, each photo's features read once a run."""
+  for start in range(0, len(to_match), _RUN * window):
+    local: dict[int, int] = {}
+    pairs = [(local.setdefault(i, len(local)), local.setdefault(j, len(local)), needed)
+             for _, i, j, needed in to_match[start:start + _RUN * window]]
+    yield MatchRun([features[i] for i in local], pairs)
 
 
 def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
@@ -257,19 +292,20 @@ def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Cal
       by_folder[folder(name)].append((where, index))
   shares = _shares(features) if names else np.zeros((0, BINS))
   found: list[tuple[float, int, int]] = []
-  to_match: list[tuple[float, int, int, int]] = []
+  to_match: list[tuple[float, int, int, int]] = []  # By class, then by first photo: neighbours share a run.
   for members in by_folder.values():
     order = np.array([index for _, index in sorted(members)], dtype=np.intp)
-    for step in range(1, window + 1):
-      a, b = order[:-step], order[step:]
-      overlaps = np.minimum(shares[a], shares[b]).sum(axis=1)
-      for value, i, j in zip(overlaps.tolist(), a.tolist(), b.tolist(), strict=True):
+    overlaps = [np.minimum(shares[order[:-step]], shares[order[step:]]).sum(axis=1).tolist()
+                for step in range(1, window + 1)]
+    for k, i in enumerate(order.tolist()):
+      for step in range(1, min(window, len(order) - 1 - k) + 1):
+        value, j = overlaps[step - 1][k], int(order[k + step])
         needed = rule.inliers_needed(value)  # Colour decides above the band and below; keypoints in it.
         if needed == 0:
           found.append((value, min(i, j), max(i, j)))
         elif needed is not None:
           to_match.append((value, min(i, j), max(i, j), needed))
-  counts = pair_map(pair_inliers, ((features[i], features[j]) for _, i, j, _ in to_match))
+  counts = (count for run in pair_map(match_run, _runs(to_match, features, window)) for count in run)
   return found + [(value, i, j) for (value, i, j, needed), count in zip(to_match, counts, strict=True)
                   if count >= needed]
 
