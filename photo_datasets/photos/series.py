@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from photo_datasets.photos import splits
+from photo_datasets.photos import near_duplicates, splits
 
 _SIDE = 48  # The photo is shrunk to this square before its pixels are counted.
 _HUES, _SATURATIONS, _VALUES = 12, 4, 4
@@ -130,7 +130,7 @@ def describe(image: Image.Image) -> bytes:
   """The photo's series features, from the scan's decode: its `colour_histogram`
   (`HISTOGRAM_BYTES`), then about `_KEYPOINTS` ORB keypoints of the grey photo
   shrunk to `_KEYPOINT_SIDE` (`KEYPOINT_BYTES` each)."""
-  grey = np.asarray(image.convert("L"))
+  grey = np.asarray(near_duplicates.grey(image))  # The scan's hashes converted these pixels already.
   height, width = grey.shape
   scale = min(1.0, _KEYPOINT_SIDE / max(width, height))
   if scale < 1:  # Bilinear, as ORB's own pyramid: a third of the cost of an area average.
