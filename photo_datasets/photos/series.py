@@ -201,24 +201,40 @@ def overlap(a: bytes, b: bytes) -> float:
   return float(np.minimum(shares[0], shares[1]).sum())
 
 
-def _keypoints(features: bytes) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.uint8]]:
+_Keypoints = tuple[npt.NDArray[np.float32], npt.NDArray[np.uint64]]
+
+
+def _keypoints(features: bytes) -> _Keypoints:
+  """Where the keypoints are, in px, and their descriptors as four rows of 64-bit words."""
   keypoints = np.frombuffer(features, dtype=_KEYPOINT, offset=HISTOGRAM_BYTES)
   where = np.stack([keypoints["x"], keypoints["y"]], axis=1).astype(np.float32) / np.float32(8)
-  return where, np.ascontiguousarray(keypoints["descriptor"])
+  return where, np.ascontiguousarray(np.ascontiguousarray(keypoints["descriptor"]).view(np.uint64).T)
 
 
-def _fit(a: tuple[npt.NDArray[np.float32], npt.NDArray[np.uint8]],
-         b: tuple[npt.NDArray[np.float32], npt.NDArray[np.uint8]], least: int) -> int:
+def _ratio_matches(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.intp], ...]:
+  """Keypoints of a whose nearest descriptor of b (Hamming distance) is clearly nearer than
+  the second (Lowe's ratio test), and that nearest: indices into a and into b. The distances
+  of all pairs are most of a match's work: numpy's popcount of 64-bit words does them in
+  two thirds of OpenCV's time (its brute-force matcher counts bytes)."""
+  distances = np.bitwise_count(np.bitwise_xor.outer(a[0], b[0])).astype(np.uint16)
+  for word in range(1, len(a)):
+    distances += np.bitwise_count(np.bitwise_xor.outer(a[word], b[word]))
+  nearest = distances.argmin(axis=1)
+  rows = np.arange(len(distances))
+  first = distances[rows, nearest]
+  distances[rows, nearest] = np.iinfo(np.uint16).max
+  good = np.flatnonzero(first < _RATIO * distances.min(axis=1))
+  return good, nearest[good]
+
+
+def _fit(a: _Keypoints, b: _Keypoints, least: int) -> int:
   (where_a, descriptors_a), (where_b, descriptors_b) = a, b
   if len(where_a) < 3 or len(where_b) < 3:
     return 0
-  # Each keypoint of a's two nearest of b, as arrays (no match objects): the Hamming distances are most of the work.
-  distances, nearest = cv2.batchDistance(descriptors_a, descriptors_b, -1, normType=cv2.NORM_HAMMING, K=2,
-                                         update=0, crosscheck=False)
-  good = np.flatnonzero(distances[:, 0] < _RATIO * distances[:, 1])
+  good, nearest = _ratio_matches(descriptors_a, descriptors_b)
   if len(good) < max(least, 3):  # Too few matches to make `least` inliers: no geometry to fit.
     return 0
-  points_a, points_b = where_a[good], where_b[nearest[good, 0]]
+  points_a, points_b = where_a[good], where_b[nearest]
   cv2.setRNGSeed(0)  # RANSAC's samples: the same photos, the same count.
   fit, mask = cv2.estimateAffinePartial2D(points_a, points_b, method=cv2.RANSAC,
                                           ransacReprojThreshold=_INLIER_PX, maxIters=500, refineIters=0)
