@@ -244,8 +244,8 @@ def series_costs(count: int, total: int = 150_513) -> None:
   share = statistics.mean(series.RULE.inliers_needed(v) not in (0, None) for v in overlaps)
   print(f"series.groups over {total:,} photos in 150 classes (window {series.WINDOW}), each photo's features "
         f"drawn at random from the {len(features)}, matched on {workers} worker processes: keypoints matched "
-        f"for {matched:,} pairs ({share:.0%} of a sample of the window's pairs); {wall:.1f} s, {cpu:.1f} s CPU ({seconds:.1f} s of it in the main "
-        f"process), {cpu / max(matched, 1) * 1e3:.2f} ms CPU a matched pair; "
+        f"for {matched:,} pairs ({share:.0%} of a sample of the window's pairs); {wall:.1f} s, {cpu:.1f} s CPU "
+        f"({seconds:.1f} s of it in the main process), {cpu / max(matched, 1) * 1e3:.2f} ms CPU a matched pair; "
         f"{len(found):,} series of {sum(sizes):,} photos, largest {sizes[-1] if sizes else 0} "
         f"(at most {series.MAX_SERIES}), {sum(s > 10 for s in sizes)} of more than 10")
 
