@@ -22,9 +22,11 @@ colours as much as a second shot of one plate. Keypoints tell them apart: ORB
 corners of the grey photo, matched and fitted by RANSAC to one similarity
 (`inliers`), find the same pieces at another scale and place (a close-up of
 the plate) and none on another plate. They are matched only for the pairs of
-the window whose colours fall in the band, so the cost stays bounded. Both
-come from the scan's own decode (`describe`); a scan keeps the keypoints in a
-temporary file until the series are found (`FeatureFile`). docs/splits.md and
+the window whose colours fall in the band, so the cost stays bounded, in runs
+of neighbours sent to the scan's workers (`MatchRun`). Both come from the
+scan's own decode (`describe`: the keypoints from the grey plane its near-copy
+hashes converted); a scan keeps the keypoints in a temporary file until the
+series are found (`FeatureFile`). docs/splits.md and
 benchmarks/series_tuning.py have the measurements on the real photos.
 """
 
@@ -285,7 +287,7 @@ def unmatched(run: MatchRun) -> list[int]:
 # Maps `match_run` over runs, in order: `map` by default, a pool of worker
 # processes in the scan (the matching is most of the grouping's work).
 PairMap = Callable[[Callable[[MatchRun], list[int]], Iterable[MatchRun]], Iterable[list[int]]]
-_RUN = 32  # Photos of a class whose pairs make one `MatchRun`: their features travel to a worker together.
+_RUN = 32  # Photos whose window pairs (`_RUN` × window) make one `MatchRun`: their features travel together.
 
 
 def _runs(to_match: Sequence[tuple[float, int, int, int]], features: Sequence[bytes],
