@@ -26,7 +26,7 @@ setuptools.setup(
         "pillow>=10",
         # libjpeg-turbo with its warnings as errors: PIL keeps JPEGs with damaged data (benchmarks/damage_detection.py).
         "simplejpeg>=1.8",
-        "numpy<2.5",
+        "numpy>=2,<2.5",  # 2 for np.bitwise_count (series matching).
         # ORB keypoints and a RANSAC fit: series that colour alone cannot decide (docs/splits.md).
         "opencv-python-headless>=4.8",
         # tensorflow-datasets 4.9.10 needs these but does not declare them:

@@ -50,7 +50,9 @@ of one of those photos drawn at random, held as a scan holds them
 (`series.FeatureFile`: the bytes the main process keeps for them, traced by
 tracemalloc, beside the bytes of the features themselves), the pairwise work
 (a window of neighbours per photo, the share of those pairs whose keypoints
-are matched) and the largest series it makes of photos that are no series.
+are matched, matched as the scan does on a worker pool of every core, and
+the CPU time of the grouping, main process and workers, per matched pair)
+and the largest series it makes of photos that are no series.
 
 `--scaling 1 2 4 8 16` measures instead how the per-photo work of a `224`
 build (scan: full decode check and SHA-256; conversion: decode at reduced
@@ -180,7 +182,7 @@ def near_duplicate_costs(count: int) -> None:
 def series_costs(count: int, total: int = 150_513) -> None:
   import statistics
 
-  from photo_datasets.building import scan
+  from photo_datasets.building import parallel, scan
   from photo_datasets.photos import series
   from photo_datasets.photos.records import class_folder
   name, photos = benchmark_corpus.photos(min(count, 300))
@@ -223,16 +225,35 @@ def series_costs(count: int, total: int = 150_513) -> None:
   # Neighbours in a class are 150 names apart; a sample of them, for the share matched.
   overlaps = [series.overlap(every[i], every[i + step])
               for i in range(0, total - 600, 997) for step in range(150, 601, 150)]
-  start = time.process_time()
-  found = series.groups(names, kept, position, class_folder)
-  seconds = time.process_time() - start
+  matched = 0
+
+  def pool_map(task: Any, runs: Any) -> Any:  # As the scan matches them: its worker pool, every core.
+    def counted() -> Any:
+      nonlocal matched
+      for run in runs:
+        matched += len(run.pairs)
+        yield run
+    return parallel.ordered_map(task, counted(), workers=workers, chunk=1, on_crash=series.unmatched)
+
+  workers = parallel.default_workers()
+  before, start, wall = _cpu_seconds(), time.process_time(), time.perf_counter()
+  found = series.groups(names, kept, position, class_folder, pair_map=pool_map)
+  seconds, cpu, wall = time.process_time() - start, _cpu_seconds() - before, time.perf_counter() - wall
   kept.close()
   sizes = sorted(map(len, found))
+  share = statistics.mean(series.RULE.inliers_needed(v) not in (0, None) for v in overlaps)
   print(f"series.groups over {total:,} photos in 150 classes (window {series.WINDOW}), each photo's features "
-        f"drawn at random from the {len(features)}: {seconds:.1f} s CPU, keypoints matched for "
-        f"{statistics.mean(series.RULE.inliers_needed(v) not in (0, None) for v in overlaps):.0%} of the pairs; "
+        f"drawn at random from the {len(features)}, matched on {workers} worker processes: keypoints matched "
+        f"for {matched:,} pairs ({share:.0%} of a sample of the window's pairs); {wall:.1f} s, {cpu:.1f} s CPU "
+        f"({seconds:.1f} s of it in the main process), {cpu / max(matched, 1) * 1e3:.2f} ms CPU a matched pair; "
         f"{len(found):,} series of {sum(sizes):,} photos, largest {sizes[-1] if sizes else 0} "
         f"(at most {series.MAX_SERIES}), {sum(s > 10 for s in sizes)} of more than 10")
+
+
+def _cpu_seconds() -> float:
+  """CPU time of this process and of its children that have ended."""
+  own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+  return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _clustered_hashes(count: int, rng: np.random.Generator) -> list[bytes]:

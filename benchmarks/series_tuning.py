@@ -20,12 +20,21 @@ features per photo, side by side with the scan's other per-photo work. With
 (`benchmarks/benchmark_corpus.py`, the rehearsal's) that the rule joins,
 beside that share among the real photos of one class that are no series.
 
-  python benchmarks/series_tuning.py [--mosaics 300] [--json]
+With `--keypoint_settings N`, instead: for each ORB setting of `SETTINGS`
+(keypoint side, keypoints, scales, scale step, FAST threshold), the counts
+above under the chosen rule, and on N benchmark-corpus photos the CPU time
+per photo the keypoints add to the scan's (the near-copy hashes, then the
+whole features, against the hashes, then the colour histogram alone; the
+features read the hashes' grey plane as in the scan; alternating passes,
+medians) and per matched pair (each photo with the next WINDOW).
+
+  python benchmarks/series_tuning.py [--mosaics 300] [--keypoint_settings 300] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import io
 import itertools
@@ -33,14 +42,14 @@ import json
 import pathlib
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from PIL import Image
 
 from flowers_dataset.flowers_dataset_dataset_builder import flickr_id
 from korean_food.listing import series_position
-from photo_datasets.photos import images, quality, series
+from photo_datasets.photos import images, near_duplicates, quality, series
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 KFOOD = REPO.parent / "shared" / "realdata" / "kfood"
@@ -49,6 +58,9 @@ SURES = (0.74, 0.78, 0.80)
 CLOSE = ((0.65, 4), (0.65, 5), (0.70, 4), (0.70, 5), (0.70, 6), (0.72, 5), (None, None))  # None: no such tier.
 BANDS = ((0.40, 6), (0.40, 8), (0.40, 10), (0.45, 8), (0.50, 8))
 WINDOWS = (2, 4, 8)
+# ORB settings (side, keypoints, scales, scale step, FAST threshold): the chosen one first, then cheaper ones.
+SETTINGS = ((224, 250, 4, 1.4, 20), (224, 200, 4, 1.4, 20), (224, 150, 4, 1.4, 20), (192, 250, 4, 1.4, 20),
+            (192, 150, 4, 1.4, 20), (224, 250, 3, 1.4, 20), (224, 250, 4, 1.4, 25))
 ZOOMS = (0.3, 0.5)  # Close-ups: the centre of the photo with this share of its area, enlarged back (`close_up`).
 
 
@@ -166,12 +178,13 @@ def measure(mosaics: int = 0) -> dict[str, Any]:
   every_inliers = series.inliers
   memo: dict[tuple[bytes, bytes], int] = {}
 
-  def cached(a: bytes, b: bytes) -> int:
+  def cached(a: bytes, b: bytes, least: int = 3) -> int:
     if (a, b) not in memo:
-      memo[a, b] = every_inliers(a, b)
+      memo[a, b] = every_inliers(a, b)  # Every count, whatever the rule needs.
     return memo[a, b]
 
-  series.inliers = cached  # type: ignore[assignment]  # Each pair's keypoints matched once for the whole sweep.
+  # Each hard case's keypoints matched once for the whole sweep (`series.joined`).
+  series.inliers = cached  # type: ignore[assignment]
   try:
     rules = {}
     for sure, (close, close_inliers), (band, least) in itertools.product(SURES, CLOSE, BANDS):
@@ -219,11 +232,83 @@ def measure(mosaics: int = 0) -> dict[str, Any]:
   return result
 
 
+@contextlib.contextmanager
+def orb_setting(side: int, keypoints: int, levels: int, step: float, contrast: int) -> Iterator[None]:
+  """`series.describe` with these ORB settings while in the block."""
+  names = ("_KEYPOINT_SIDE", "_KEYPOINTS", "_LEVELS", "_SCALE_STEP", "_CORNER_CONTRAST")
+  before = [getattr(series, name) for name in names]
+  try:
+    for name, value in zip(names, (side, keypoints, levels, step, contrast), strict=True):
+      setattr(series, name, value)
+    series._orb.cache_clear()
+    yield
+  finally:
+    for name, value in zip(names, before, strict=True):
+      setattr(series, name, value)
+    series._orb.cache_clear()
+
+
+def keypoint_settings(count: int, passes: int = 5) -> dict[str, Any]:
+  """Each of `SETTINGS`: what the chosen rule finds with it, and what it costs."""
+  import benchmark_corpus
+
+  truth = ground_truth()
+  kfood, flowers = Corpus(KFOOD, series_position), Corpus(FLOWERS, flickr_id)
+  mosaics = [images.decode_and_inspect(data)[1] for data in benchmark_corpus.photos(count)[1]]
+
+  def scan_ms(features: Callable[[Image.Image], object]) -> float:
+    start = time.process_time()
+    for pixels in mosaics:
+      near_duplicates.photo_hashes(pixels)  # As the scan: the hashes first, their grey plane kept.
+      features(pixels)
+    return 1000 * (time.process_time() - start) / len(mosaics)
+
+  found: dict[str, dict[str, Any]] = {}
+  costs: dict[str, list[float]] = {"colour": []}
+  for _ in range(passes):  # Alternating, so a change of the machine's load touches every setting alike.
+    costs["colour"].append(scan_ms(series.colour_histogram))
+    for setting in SETTINGS:
+      with orb_setting(*setting):
+        costs.setdefault(str(setting), []).append(scan_ms(series.describe))
+  for setting in SETTINGS:
+    with orb_setting(*setting):
+      for corpus in (kfood, flowers):
+        corpus.features = [series.describe(p) for p in corpus.pixels]
+      row: dict[str, Any] = {"kfood": counts(kfood, truth, series.RULE, series.WINDOW),
+                             "flowers_false": counts(flowers, [], series.RULE, series.WINDOW)["false"]}
+      row.update({kind: sum(series.joined(a, b) for a, b in pairs) for kind, pairs in hard_cases(kfood, truth).items()})
+      made = [series.describe(p) for p in mosaics]
+      neighbours = [(made[i], made[j]) for i in range(len(made))
+                    for j in range(i + 1, min(i + series.WINDOW + 1, len(made)))]
+      start = time.process_time()
+      for a, b in neighbours:
+        series.inliers(a, b)
+      row["ms per matched pair"] = round(1000 * (time.process_time() - start) / len(neighbours), 3)
+      row["keypoints per photo"] = round(statistics.mean((len(f) - series.HISTOGRAM_BYTES) // series.KEYPOINT_BYTES
+                                                         for f in made))
+      row["ms per photo over the colour rule"] = round(
+          statistics.median(costs[str(setting)]) - statistics.median(costs["colour"]), 3)
+      found[str(setting)] = row
+  return {"photos": count, "settings": found}
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--mosaics", type=int, default=0, help="also the share joined among N benchmark photos")
+  parser.add_argument("--keypoint_settings", type=int, default=0,
+                      help="instead, each ORB setting's counts and cost, on N benchmark photos")
   parser.add_argument("--json", action="store_true")
   args = parser.parse_args()
+  if args.keypoint_settings:
+    settings = keypoint_settings(args.keypoint_settings)
+    if args.json:
+      print(json.dumps(settings, ensure_ascii=False, indent=1))
+      return
+    print(f"ORB settings (side, keypoints, scales, step, FAST threshold), the chosen rule; CPU on "
+          f"{settings['photos']} benchmark photos, median of 5 alternating passes:")
+    for setting, row in settings["settings"].items():
+      print(f"  {setting}: {row}")
+    return
   result = measure(args.mosaics)
   if args.json:
     print(json.dumps(result, ensure_ascii=False, indent=1))

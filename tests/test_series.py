@@ -26,6 +26,7 @@ import io
 import itertools
 import pathlib
 
+import numpy as np
 import pytest
 from PIL import Image, ImageOps
 
@@ -34,7 +35,7 @@ from flowers_dataset.flowers_dataset_dataset_builder import flickr_id
 from korean_food.listing import series_position
 from photo_datasets.building import scan
 from photo_datasets.catalog.build_report import BuildReport
-from photo_datasets.photos import images, records, series, splits
+from photo_datasets.photos import images, near_duplicates, records, series, splits
 from photo_datasets.photos.records import class_folder
 
 KFOOD_SERIES = (
@@ -252,3 +253,39 @@ def test_features_kept_on_disk_group_as_in_memory(kfood):
     kept.close()
   with pytest.raises(ValueError, match="features must be"):
     series.FeatureFile().add(b"short")
+
+
+@pytest.mark.real_photos
+def test_matching_in_runs_links_what_each_pair_joins(kfood, monkeypatch):
+  """The window's pairs whose keypoints are matched travel in runs (`MatchRun`), each photo's
+  features once a run: the links are those of every pair judged alone (`joined`), whatever the
+  run's length."""
+  names, features, _ = kfood
+  by_pair = sorted((i, j) for i, j in itertools.combinations(range(len(names)), 2)
+                   if class_folder(names[i]) == class_folder(names[j])
+                   and abs(series_position(names[i]) - series_position(names[j])) <= series.WINDOW
+                   and series.joined(features[i], features[j]))
+  runs: list[series.MatchRun] = []
+
+  def recorded(task, items):
+    for run in items:
+      runs.append(run)
+      yield task(run)
+
+  assert series.links(names, features, series_position, class_folder, pair_map=recorded) == by_pair
+  matched = sum(len(run.pairs) for run in runs)
+  assert matched > 20 and sum(len(run.features) for run in runs) < matched  # Not two photos a pair.
+  for length in (1, 1000):
+    monkeypatch.setattr(series, "_RUN", length)
+    assert series.links(names, features, series_position, class_folder) == by_pair
+
+
+def test_the_series_features_read_the_grey_plane_the_hashes_converted():
+  """The scan's hashes convert the photo to grey; `describe` reads that plane, and gives the
+  same features as from pixels never hashed."""
+  data = (FLOWERS / "tulips" / "100930342_92e8746431_n.jpg").read_bytes()
+  _, pixels = images.decode_and_inspect(data)
+  grey = near_duplicates.grey(pixels)
+  assert near_duplicates.grey(pixels) is grey and np.array_equal(np.asarray(grey), np.asarray(pixels.convert("L")))
+  assert series.describe(pixels) == series.describe(pixels.copy())
+  assert near_duplicates.grey(pixels.copy()) is not grey

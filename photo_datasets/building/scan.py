@@ -138,8 +138,8 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
     features.reorder([arrival[n] for n in names])
     try:
       found = series.groups(names, features, series_position, class_folder,
-                            pair_map=lambda task, pairs: parallel.ordered_map(task, pairs, workers=workers,
-                                                                              on_crash=lambda _: 0))
+                            pair_map=lambda task, runs: parallel.ordered_map(task, runs, workers=workers, chunk=1,
+                                                                             on_crash=series.unmatched))
     finally:
       features.close()
   return group_near_duplicates(photos, report, found)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -61,6 +62,21 @@ def _dct_matrix(size: int, keep: int) -> npt.NDArray[np.float64]:
 
 
 _DCT = _dct_matrix(_GRID, _KEEP)
+
+
+# The last photo's grey plane, while that photo lives: the scan's hashes and its
+# series features (`series.describe`) read one conversion of the same pixels.
+_last_grey: tuple[weakref.ref[Image.Image], Image.Image] | None = None
+
+
+def grey(image: Image.Image) -> Image.Image:
+  """The photo's 8-bit grey plane (`_grey`), converted once for the last photo asked."""
+  global _last_grey
+  if _last_grey is not None and _last_grey[0]() is image:
+    return _last_grey[1]
+  plane = _grey(image)
+  _last_grey = weakref.ref(image), plane
+  return plane
 
 
 def _grey(image: Image.Image) -> Image.Image:
@@ -106,8 +122,8 @@ def photo_hashes(image: Image.Image) -> bytes:
   """The hashes of the upright image's `REGIONS`, `HASH_BYTES` each, concatenated."""
   # Shrunk once; each region is then resampled to the 64×64 grid and
   # transformed in one product (the DCT of PIL's bilinear resize of the region).
-  grey = np.asarray(_grey(image).resize((_SIDE, _SIDE), Image.Resampling.BILINEAR), dtype=np.float64)
-  coefficients = (_ROWS @ grey @ _COLUMNS.transpose(0, 2, 1)).reshape(len(REGIONS), -1)
+  grey_plane = np.asarray(grey(image).resize((_SIDE, _SIDE), Image.Resampling.BILINEAR), dtype=np.float64)
+  coefficients = (_ROWS @ grey_plane @ _COLUMNS.transpose(0, 2, 1)).reshape(len(REGIONS), -1)
   # The DC term (brightness) is left out of the median, as in pHash.
   bits = coefficients > np.median(coefficients[:, 1:], axis=1, keepdims=True)
   return np.packbits(bits, axis=1).tobytes()

@@ -22,9 +22,11 @@ colours as much as a second shot of one plate. Keypoints tell them apart: ORB
 corners of the grey photo, matched and fitted by RANSAC to one similarity
 (`inliers`), find the same pieces at another scale and place (a close-up of
 the plate) and none on another plate. They are matched only for the pairs of
-the window whose colours fall in the band, so the cost stays bounded. Both
-come from the scan's own decode (`describe`); a scan keeps the keypoints in a
-temporary file until the series are found (`FeatureFile`). docs/splits.md and
+the window whose colours fall in the band, so the cost stays bounded, in runs
+of neighbours sent to the scan's workers (`MatchRun`). Both come from the
+scan's own decode (`describe`: the keypoints from the grey plane its near-copy
+hashes converted); a scan keeps the keypoints in a temporary file until the
+series are found (`FeatureFile`). docs/splits.md and
 benchmarks/series_tuning.py have the measurements on the real photos.
 """
 
@@ -42,7 +44,7 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from photo_datasets.photos import splits
+from photo_datasets.photos import near_duplicates, splits
 
 _SIDE = 48  # The photo is shrunk to this square before its pixels are counted.
 _HUES, _SATURATIONS, _VALUES = 12, 4, 4
@@ -130,7 +132,7 @@ def describe(image: Image.Image) -> bytes:
   """The photo's series features, from the scan's decode: its `colour_histogram`
   (`HISTOGRAM_BYTES`), then about `_KEYPOINTS` ORB keypoints of the grey photo
   shrunk to `_KEYPOINT_SIDE` (`KEYPOINT_BYTES` each)."""
-  grey = np.asarray(image.convert("L"))
+  grey = np.asarray(near_duplicates.grey(image))  # The scan's hashes converted these pixels already.
   height, width = grey.shape
   scale = min(1.0, _KEYPOINT_SIDE / max(width, height))
   if scale < 1:  # Bilinear, as ORB's own pyramid: a third of the cost of an area average.
@@ -201,25 +203,40 @@ def overlap(a: bytes, b: bytes) -> float:
   return float(np.minimum(shares[0], shares[1]).sum())
 
 
-def _keypoints(features: bytes) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.uint8]]:
+_Keypoints = tuple[npt.NDArray[np.float32], npt.NDArray[np.uint64]]
+
+
+def _keypoints(features: bytes) -> _Keypoints:
+  """Where the keypoints are, in px, and their descriptors as four rows of 64-bit words."""
   keypoints = np.frombuffer(features, dtype=_KEYPOINT, offset=HISTOGRAM_BYTES)
   where = np.stack([keypoints["x"], keypoints["y"]], axis=1).astype(np.float32) / np.float32(8)
-  return where, np.ascontiguousarray(keypoints["descriptor"])
+  return where, np.ascontiguousarray(np.ascontiguousarray(keypoints["descriptor"]).view(np.uint64).T)
 
 
-def inliers(a: bytes, b: bytes) -> int:
-  """How many keypoints of two photos' features fit one similarity (shift,
-  rotation, scale) by RANSAC: many for two shots of one plate, even at another
-  zoom, few for two plates that only share their colours."""
-  (where_a, descriptors_a), (where_b, descriptors_b) = _keypoints(a), _keypoints(b)
+def _ratio_matches(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.intp], ...]:
+  """Keypoints of a whose nearest descriptor of b (Hamming distance) is clearly nearer than
+  the second (Lowe's ratio test), and that nearest: indices into a and into b. The distances
+  of all pairs are most of a match's work: numpy's popcount of 64-bit words does them in
+  two thirds of OpenCV's time (its brute-force matcher counts bytes)."""
+  distances = np.bitwise_count(np.bitwise_xor.outer(a[0], b[0])).astype(np.uint16)
+  for word in range(1, len(a)):
+    distances += np.bitwise_count(np.bitwise_xor.outer(a[word], b[word]))
+  nearest = distances.argmin(axis=1)
+  rows = np.arange(len(distances))
+  first = distances[rows, nearest]
+  distances[rows, nearest] = np.iinfo(np.uint16).max
+  good = np.flatnonzero(first < _RATIO * distances.min(axis=1))
+  return good, nearest[good]
+
+
+def _fit(a: _Keypoints, b: _Keypoints, least: int) -> int:
+  (where_a, descriptors_a), (where_b, descriptors_b) = a, b
   if len(where_a) < 3 or len(where_b) < 3:
     return 0
-  pairs = cv2.BFMatcher(cv2.NORM_HAMMING).knnMatch(descriptors_a, descriptors_b, k=2)
-  good = [m[0] for m in pairs if len(m) == 2 and m[0].distance < _RATIO * m[1].distance]
-  if len(good) < 3:
+  good, nearest = _ratio_matches(descriptors_a, descriptors_b)
+  if len(good) < max(least, 3):  # Too few matches to make `least` inliers: no geometry to fit.
     return 0
-  points_a = where_a[[m.queryIdx for m in good]]
-  points_b = where_b[[m.trainIdx for m in good]]
+  points_a, points_b = where_a[good], where_b[nearest]
   cv2.setRNGSeed(0)  # RANSAC's samples: the same photos, the same count.
   fit, mask = cv2.estimateAffinePartial2D(points_a, points_b, method=cv2.RANSAC,
                                           ransacReprojThreshold=_INLIER_PX, maxIters=500, refineIters=0)
@@ -231,21 +248,57 @@ def inliers(a: bytes, b: bytes) -> int:
   return int(kept.sum()) if _SCALES[0] <= scale <= _SCALES[1] and spread >= _SPREAD_PX else 0
 
 
+def inliers(a: bytes, b: bytes, least: int = 3) -> int:
+  """How many keypoints of two photos' features fit one similarity (shift,
+  rotation, scale) by RANSAC: many for two shots of one plate, even at another
+  zoom, few for two plates that only share their colours. 0 when fewer than
+  `least` keypoints match at all (they could not make `least` inliers)."""
+  return _fit(_keypoints(a), _keypoints(b), least)
+
+
 def joined(a: bytes, b: bytes, rule: Rule = RULE) -> bool:
   """Whether two photos' features (`describe`) look like shots of one scene by `rule`."""
   needed = rule.inliers_needed(overlap(a, b))
-  return needed is not None and (needed == 0 or inliers(a, b) >= needed)
+  return needed is not None and (needed == 0 or inliers(a, b, needed) >= needed)
 
 
-def pair_inliers(pair: tuple[bytes, bytes]) -> int:
-  """`inliers` of a pair of features, for a `PairMap`."""
+@dataclasses.dataclass(frozen=True)
+class MatchRun:
+  """Pairs of a run of neighbours whose keypoints are matched, with each
+  photo's features once (not once a pair): `pairs` holds (i, j, inliers
+  needed), indices into `features`."""
+
+  features: list[bytes]
+  pairs: list[tuple[int, int, int]]
+
+
+def match_run(run: MatchRun) -> list[int]:
+  """`inliers` of each pair of the run, in order: the task of a `PairMap`."""
   cv2.setNumThreads(1)  # One worker per core already.
-  return inliers(*pair)
+  keypoints = [_keypoints(f) for f in run.features]
+  return [_fit(keypoints[i], keypoints[j], needed) for i, j, needed in run.pairs]
 
 
-# Maps `pair_inliers` over pairs of features, in order: `map` by default, a
-# pool of worker processes in the scan (the matching is most of the grouping's work).
-PairMap = Callable[[Callable[[tuple[bytes, bytes]], int], Iterable[tuple[bytes, bytes]]], Iterable[int]]
+def unmatched(run: MatchRun) -> list[int]:
+  """No inliers for any pair of the run (its worker died)."""
+  return [0] * len(run.pairs)
+
+
+# Maps `match_run` over runs, in order: `map` by default, a pool of worker
+# processes in the scan (the matching is most of the grouping's work).
+PairMap = Callable[[Callable[[MatchRun], list[int]], Iterable[MatchRun]], Iterable[list[int]]]
+_RUN = 32  # Photos whose window pairs (`_RUN` × window) make one `MatchRun`: their features travel together.
+
+
+def _runs(to_match: Sequence[tuple[float, int, int, int]], features: Sequence[bytes],
+          window: int) -> Iterator[MatchRun]:
+  """`to_match`'s pairs (value, i, j, needed; by class, then by first photo)
+  in runs of about `_RUN` photos' pairs, each photo's features read once a run."""
+  for start in range(0, len(to_match), _RUN * window):
+    local: dict[int, int] = {}
+    pairs = [(local.setdefault(i, len(local)), local.setdefault(j, len(local)), needed)
+             for _, i, j, needed in to_match[start:start + _RUN * window]]
+    yield MatchRun([features[i] for i in local], pairs)
 
 
 def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
@@ -257,19 +310,20 @@ def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Cal
       by_folder[folder(name)].append((where, index))
   shares = _shares(features) if names else np.zeros((0, BINS))
   found: list[tuple[float, int, int]] = []
-  to_match: list[tuple[float, int, int, int]] = []
+  to_match: list[tuple[float, int, int, int]] = []  # By class, then by first photo: neighbours share a run.
   for members in by_folder.values():
     order = np.array([index for _, index in sorted(members)], dtype=np.intp)
-    for step in range(1, window + 1):
-      a, b = order[:-step], order[step:]
-      overlaps = np.minimum(shares[a], shares[b]).sum(axis=1)
-      for value, i, j in zip(overlaps.tolist(), a.tolist(), b.tolist(), strict=True):
+    overlaps = [np.minimum(shares[order[:-step]], shares[order[step:]]).sum(axis=1).tolist()
+                for step in range(1, window + 1)]
+    for k, i in enumerate(order.tolist()):
+      for step in range(1, min(window, len(order) - 1 - k) + 1):
+        value, j = overlaps[step - 1][k], int(order[k + step])
         needed = rule.inliers_needed(value)  # Colour decides above the band and below; keypoints in it.
         if needed == 0:
           found.append((value, min(i, j), max(i, j)))
         elif needed is not None:
           to_match.append((value, min(i, j), max(i, j), needed))
-  counts = pair_map(pair_inliers, ((features[i], features[j]) for _, i, j, _ in to_match))
+  counts = (count for run in pair_map(match_run, _runs(to_match, features, window)) for count in run)
   return found + [(value, i, j) for (value, i, j, needed), count in zip(to_match, counts, strict=True)
                   if count >= needed]
 
