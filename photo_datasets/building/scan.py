@@ -71,6 +71,10 @@ class _Inspect:
     return _Scanned(photo, image, bool(candidate.crop) and box is None, features)
 
 
+# Pairs of photos whose keypoints a worker matches per task: two numbers each, about 1 ms of work.
+PAIRS_PER_TASK = 16
+
+
 def _second_copies(twice: dict[tuple[str, str], list[str]]) -> list[str]:
   """One warning for all the files found twice (a zip and its extracted copy: the whole corpus), naming
   where the copies read and those left out lie."""
@@ -138,8 +142,8 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
     features.reorder([arrival[n] for n in names])
     try:
       found = series.groups(names, features, series_position, class_folder,
-                            pair_map=lambda task, pairs: parallel.ordered_map(task, pairs, workers=workers,
-                                                                              on_crash=lambda _: 0))
+                            pair_map=lambda task, pairs: parallel.ordered_map(
+                                task, pairs, workers=workers, on_crash=lambda _: 0, chunk=PAIRS_PER_TASK))
     finally:
       features.close()
   return group_near_duplicates(photos, report, found)

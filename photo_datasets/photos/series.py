@@ -154,18 +154,22 @@ class FeatureFile(Sequence[bytes]):
   """Photos' features (`describe`) as a scan collects them: the histograms in
   memory, the keypoints (nearly all of the bytes) in an unnamed temporary file,
   read back only for the pairs that are matched. Indexed in the order `add`ed,
-  then as `reorder` puts them."""
+  then as `reorder` puts them. Written unbuffered: a worker forked from this
+  process reads the keypoints itself (`PairInliers`), through the same file."""
 
   def __init__(self) -> None:
-    self._file = tempfile.TemporaryFile(prefix="series-keypoints-")
+    self._file = tempfile.TemporaryFile(prefix="series-keypoints-", buffering=0)
     self.histograms: list[bytes] = []
     self._spans: list[tuple[int, int]] = []  # Where each photo's keypoints are in the file: start, length.
     self._size = 0
 
   def add(self, features: bytes) -> None:
-    self.histograms.append(_check(features)[:HISTOGRAM_BYTES])
-    self._spans.append((self._size, len(features) - HISTOGRAM_BYTES))
-    self._size += self._file.write(features[HISTOGRAM_BYTES:])
+    keypoints = _check(features)[HISTOGRAM_BYTES:]
+    if os.pwrite(self._file.fileno(), keypoints, self._size) != len(keypoints):
+      raise OSError(f"short write to {self._file.name}")
+    self.histograms.append(features[:HISTOGRAM_BYTES])
+    self._spans.append((self._size, len(keypoints)))
+    self._size += len(keypoints)
 
   def reorder(self, order: Sequence[int]) -> None:
     """Photo `order[i]` becomes photo i."""
@@ -176,12 +180,14 @@ class FeatureFile(Sequence[bytes]):
     return len(self.histograms)
 
   def __getitem__(self, index):  # type: ignore[no-untyped-def]  # Indices only: no slices.
-    self._file.flush()
     start, length = self._spans[index]
     return self.histograms[index] + os.pread(self._file.fileno(), length, start)
 
   def __iter__(self) -> Iterator[bytes]:
     return (self[i] for i in range(len(self)))
+
+  def __reduce__(self) -> tuple[type, tuple[list[bytes]]]:
+    return list, (list(self),)  # A worker that is not forked (no fork on macOS) gets the bytes.
 
   def close(self) -> None:
     self._file.close()
@@ -237,15 +243,23 @@ def joined(a: bytes, b: bytes, rule: Rule = RULE) -> bool:
   return needed is not None and (needed == 0 or inliers(a, b) >= needed)
 
 
-def pair_inliers(pair: tuple[bytes, bytes]) -> int:
-  """`inliers` of a pair of features, for a `PairMap`."""
-  cv2.setNumThreads(1)  # One worker per core already.
-  return inliers(*pair)
+@dataclasses.dataclass(frozen=True)
+class PairInliers:
+  """`inliers` of a pair of photos given by their indices in `features`, for a
+  `PairMap`: a worker reads the pair's features itself (from a `FeatureFile`,
+  through the file its process was forked with), so the process that maps
+  sends two numbers a pair, not the keypoints."""
+
+  features: Sequence[bytes]
+
+  def __call__(self, pair: tuple[int, int]) -> int:
+    cv2.setNumThreads(1)  # One worker per core already.
+    return inliers(self.features[pair[0]], self.features[pair[1]])
 
 
-# Maps `pair_inliers` over pairs of features, in order: `map` by default, a
-# pool of worker processes in the scan (the matching is most of the grouping's work).
-PairMap = Callable[[Callable[[tuple[bytes, bytes]], int], Iterable[tuple[bytes, bytes]]], Iterable[int]]
+# Maps a `PairInliers` over pairs of indices, in order: `map` by default, a pool
+# of worker processes in the scan (the matching is most of the grouping's work).
+PairMap = Callable[[Callable[[tuple[int, int]], int], Iterable[tuple[int, int]]], Iterable[int]]
 
 
 def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
@@ -269,7 +283,7 @@ def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Cal
           found.append((value, min(i, j), max(i, j)))
         elif needed is not None:
           to_match.append((value, min(i, j), max(i, j), needed))
-  counts = pair_map(pair_inliers, ((features[i], features[j]) for _, i, j, _ in to_match))
+  counts = pair_map(PairInliers(features), ((i, j) for _, i, j, _ in to_match))
   return found + [(value, i, j) for (value, i, j, needed), count in zip(to_match, counts, strict=True)
                   if count >= needed]
 
