@@ -379,7 +379,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     if size and converts_in_scan:
       self._build.converted = converted.ConvertedImages(size, self.data_dir)
     photos = scan.scan(listing, report, workers=self.workers, converted=self._build.converted,
-                       series_position=self._series_order())
+                       series_position=self._series_order(),
+                       folder=self.data_dir if disk.is_local(self.data_dir) else None)
     report.quality_flags = build_stats.flag_rows(photos)  # Information only: no photo is left out for a flag.
     if cache:
       scan_cache.save_scan(cache, photos, report)

@@ -44,7 +44,7 @@ from tensorflow_datasets.core import example_serializer, hashing, shuffle
 from tensorflow_datasets.core import writer as tfds_writer
 from tensorflow_datasets.core.utils import shard_utils
 
-from photo_datasets.building import generation, parallel
+from photo_datasets.building import generation, parallel, worker_files
 from photo_datasets.catalog import croissant
 from photo_datasets.catalog.build_report import Skipped
 from photo_datasets.photos.records import Photo
@@ -66,24 +66,9 @@ _Entry = tuple[int, int, int, int]
 _Spilled = tuple[int, str, int, int]
 
 
-# This process's open spill files: (process id, folder) -> hash range -> file.
-_SPILLS: dict[tuple[int, str], dict[int, BinaryIO]] = {}
-
-
 def _spill(folder: str, hkey: int, record: bytes) -> tuple[str, int]:
-  files = _SPILLS.setdefault((os.getpid(), folder), {})  # A forked worker opens its own.
-  hash_range = shuffle.get_bucket_number(hkey, SPILL_RANGES)
-  if (file := files.get(hash_range)) is None:
-    path = os.path.join(folder, f"{hash_range:03d}-{os.getpid()}.spill")
-    file = files[hash_range] = open(path, "ab", buffering=0)  # noqa: SIM115 (open until the process ends)
-  offset = file.tell()
-  file.write(record)
-  return file.name, offset
-
-
-def _close_spills(folder: str) -> None:
-  for file in _SPILLS.pop((os.getpid(), folder), {}).values():
-    file.close()
+  written = worker_files.append(folder, f"{shuffle.get_bucket_number(hkey, SPILL_RANGES):03d}", record)
+  return written.path, written.offset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,7 +212,7 @@ def _serialize(split: generation.LocalSplit, name: str, folder: str, features: A
         seen.add(hkey)
         entries.append((hkey, spill_numbers.setdefault(path, len(spill_numbers)), offset, size))
   finally:
-    _close_spills(folder)
+    worker_files.close(folder)
   if not entries:
     raise AssertionError("No examples were yielded.")  # TFDS's words.
   entries.sort()

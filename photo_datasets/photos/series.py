@@ -36,6 +36,7 @@ import functools
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import BinaryIO
 
 import cv2
 import numpy as np
@@ -152,24 +153,36 @@ def _check(features: bytes) -> bytes:
 
 class FeatureFile(Sequence[bytes]):
   """Photos' features (`describe`) as a scan collects them: the histograms in
-  memory, the keypoints (nearly all of the bytes) in an unnamed temporary file,
-  read back only for the pairs that are matched. Indexed in the order `add`ed,
-  then as `reorder` puts them. Written unbuffered: a worker forked from this
-  process reads the keypoints itself (`PairInliers`), through the same file."""
+  memory, the keypoints (nearly all of the bytes) in files, read back only for
+  the pairs that are matched: in the files the scan's workers wrote them into
+  (`add_written`), or in an unnamed temporary file of this one (`add`).
+  Indexed in the order added, then as `reorder` puts them. A worker forked
+  from this process reads them itself (`PairInliers`)."""
 
   def __init__(self) -> None:
-    self._file = tempfile.TemporaryFile(prefix="series-keypoints-", buffering=0)
+    self._file: BinaryIO | None = None  # Made by the first `add`.
     self.histograms: list[bytes] = []
-    self._spans: list[tuple[int, int]] = []  # Where each photo's keypoints are in the file: start, length.
+    # Where each photo's keypoints are: the file's path ("" for this one's own), start, length.
+    self._spans: list[tuple[str, int, int]] = []
     self._size = 0
+    self._read: dict[str, int] = {}  # Descriptors of the files read, by path.
 
   def add(self, features: bytes) -> None:
+    if self._file is None:
+      self._file = tempfile.TemporaryFile(prefix="series-keypoints-", buffering=0)  # Unbuffered: see the class.
     keypoints = _check(features)[HISTOGRAM_BYTES:]
     if os.pwrite(self._file.fileno(), keypoints, self._size) != len(keypoints):
-      raise OSError(f"short write to {self._file.name}")
+      raise OSError(f"short write to the temporary file {self._file.name}")
     self.histograms.append(features[:HISTOGRAM_BYTES])
-    self._spans.append((self._size, len(keypoints)))
+    self._spans.append(("", self._size, len(keypoints)))
     self._size += len(keypoints)
+
+  def add_written(self, histogram: bytes, path: str, start: int, length: int) -> None:
+    """A photo's features whose keypoints lie in `path`: `length` bytes from `start`."""
+    if len(histogram) != HISTOGRAM_BYTES or length % KEYPOINT_BYTES:
+      raise ValueError("a histogram (HISTOGRAM_BYTES) and whole keypoints (describe)")
+    self.histograms.append(histogram)
+    self._spans.append((path, start, length))
 
   def reorder(self, order: Sequence[int]) -> None:
     """Photo `order[i]` becomes photo i."""
@@ -180,8 +193,17 @@ class FeatureFile(Sequence[bytes]):
     return len(self.histograms)
 
   def __getitem__(self, index):  # type: ignore[no-untyped-def]  # Indices only: no slices.
-    start, length = self._spans[index]
-    return self.histograms[index] + os.pread(self._file.fileno(), length, start)
+    path, start, length = self._spans[index]
+    if path:
+      if (descriptor := self._read.get(path)) is None:
+        descriptor = self._read[path] = os.open(path, os.O_RDONLY)
+    else:
+      assert self._file is not None
+      descriptor = self._file.fileno()
+    keypoints = os.pread(descriptor, length, start)
+    if len(keypoints) != length:
+      raise OSError(f"{path or 'the temporary file'} ends before the keypoints at {start}")
+    return self.histograms[index] + keypoints
 
   def __iter__(self) -> Iterator[bytes]:
     return (self[i] for i in range(len(self)))
@@ -190,7 +212,11 @@ class FeatureFile(Sequence[bytes]):
     return list, (list(self),)  # A worker that is not forked (no fork on macOS) gets the bytes.
 
   def close(self) -> None:
-    self._file.close()
+    for descriptor in self._read.values():
+      os.close(descriptor)
+    self._read.clear()
+    if self._file is not None:
+      self._file.close()
 
 
 def _shares(features: Sequence[bytes]) -> npt.NDArray[np.float64]:
