@@ -320,7 +320,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     photos, self._build.report = self._scan(source, _scan_cache_dir(dl_manager))
     if not photos:
       raise ValueError(self._nothing_usable(source))
-    by_split = {name: [p for p in photos if p.split == name] for name in splits.SPLIT_NAMES}
+    by_split: dict[str, list[records.Photo]] = {name: [] for name in splits.SPLIT_NAMES}
+    for photo in photos:
+      by_split[photo.split].append(photo)
     self._build.report.empty_splits = [name for name, group in by_split.items() if not group]
     for name in self._build.report.empty_splits:
       logging.warning("%s: split %r would be empty and is left out.", self.name, name)

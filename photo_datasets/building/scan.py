@@ -84,8 +84,10 @@ class _Inspect:
     return _Scanned(photo, image, bool(candidate.crop) and box is None, features, keypoints)
 
 
-# Pairs of photos whose keypoints a worker matches per task: two numbers each, about 1 ms of work.
-PAIRS_PER_TASK = 16
+# Photos a worker scans per task, and pairs of photos whose keypoints it matches (two numbers each, about
+# 1 ms of work): the pool's cost, about 0.1 ms of the main process a task, paid once for all of them.
+PHOTOS_PER_TASK = 16
+PAIRS_PER_TASK = 64
 
 
 def _second_copies(twice: dict[tuple[str, str], list[str]]) -> list[str]:
@@ -134,7 +136,8 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
   inspect = _Inspect(converted.size if converted is not None else None, series=series_position is not None,
                      converted_folder=converted.folder if converted is not None else "", keypoints_folder=keypoints)
   try:
-    for result in parallel.ordered_map(inspect, first_copies(), workers=workers, on_crash=_crashed):
+    for result in parallel.ordered_map(inspect, first_copies(), workers=workers, on_crash=_crashed,
+                                       chunk=PHOTOS_PER_TASK):
       if isinstance(result, Skipped):
         report.skipped_files.append(result)
         continue
@@ -144,7 +147,8 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
         if result.keypoints is None:
           features.add(result.series_features)
         else:
-          features.add_written(result.series_features, *dataclasses.astuple(result.keypoints))
+          kept = result.keypoints
+          features.add_written(result.series_features, kept.path, kept.offset, kept.size)
       if result.crop_outside:
         report.counts["bad crop lines"] = report.counts.get("bad crop lines", 0) + 1
       if converted is not None and result.image is not None:
