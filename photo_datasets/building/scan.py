@@ -86,7 +86,7 @@ class _Inspect:
 
 # Photos a worker scans per task, and pairs of photos whose keypoints it matches (two numbers each, about
 # 1 ms of work): the pool's cost, about 0.1 ms of the main process a task, paid once for all of them.
-PHOTOS_PER_TASK = 16
+PHOTOS_PER_TASK = 64
 PAIRS_PER_TASK = 64
 
 

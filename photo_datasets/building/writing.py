@@ -51,8 +51,8 @@ from photo_datasets.photos.records import Photo
 
 # Spill files per worker and split: hash ranges the second pass removes one by one.
 SPILL_RANGES = 64
-# Photos a worker serialises per task: the pool's cost (0.1 ms of the main process a task) per 16.
-PHOTOS_PER_TASK = 16
+# Photos a worker serialises per task: the pool's cost (0.1 ms or more of the main process a task) per 64.
+PHOTOS_PER_TASK = 64
 # Shards being written at once, at most, as a share of a split's: the spill files
 # they read are still there, so the disk holds this much of the split twice.
 SHARDS_IN_FLIGHT = 1 / 16
