@@ -62,7 +62,7 @@ from photo_datasets.building import (
 )
 from photo_datasets.catalog import build_stats, croissant
 from photo_datasets.catalog.build_report import BuildReport, Skipped
-from photo_datasets.photos import images, records, splits
+from photo_datasets.photos import images, records, series, splits
 
 CHECKSUMS_DIR = epath.Path(__file__).parent.parent.parent / "checksums"
 # What `_find_source` found: the folder holding the source, or a dataset's own record of it that names the folder
@@ -366,7 +366,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     with disk.exclusive(f"{cache}.lock", wait, remove=True):
       if cache.exists() and (saved := scan_cache.load_scan(cache)) is not None:
         logging.info("Reusing the scan of %s saved in %s", source, cache)
-        self._check_disk_space(len(saved[0]), sum(p.nbytes for p in saved[0]), converts_in_scan=False)
+        self._check_disk_space(len(saved[0]), sum(p.nbytes for p in saved[0]))
         saved[1].quality_flags = build_stats.flag_rows(saved[0])  # From the saved scores, by today's thresholds.
         return saved
       return self._scan_source(source, cache)
@@ -375,7 +375,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     size = self.builder_config.image_size
     # Beam workers convert on other machines; a bucket (gs://) holds no temporary file of ours.
     converts_in_scan = bool(size) and not self._build.beam and disk.is_local(self.data_dir)
-    self._check_disk_space(*self._estimate_source(source), converts_in_scan=converts_in_scan)
+    keeps_keypoints = self._series_order() is not None and disk.is_local(self.data_dir)  # `scan.scan`'s folder.
+    self._check_disk_space(*self._estimate_source(source), converts_in_scan=converts_in_scan,
+                           keeps_keypoints=keeps_keypoints)
     report = BuildReport()
     listing = self._list_source(source, report)
     if size and converts_in_scan:
@@ -387,16 +389,18 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     if cache:
       scan_cache.save_scan(cache, photos, report)
     # The images converted in the scan are on the disk already: what is left to write is the records.
-    self._check_disk_space(len(photos), sum(p.nbytes for p in photos), converts_in_scan=False)
+    self._check_disk_space(len(photos), sum(p.nbytes for p in photos))
     return photos, report
 
   @property
   def _full_name(self) -> str:
     return f"{self.name}/{self.builder_config.name}"
 
-  def _check_disk_space(self, photos: int, source_bytes: int, *, converts_in_scan: bool) -> None:
-    self._build.needed_bytes = disk.needed_bytes(self.builder_config.image_size, photos, source_bytes,
-                                                 converts_in_scan=converts_in_scan)
+  def _check_disk_space(self, photos: int, source_bytes: int, *, converts_in_scan: bool = False,
+                        keeps_keypoints: bool = False) -> None:
+    self._build.needed_bytes = disk.needed_bytes(
+        self.builder_config.image_size, photos, source_bytes, converts_in_scan=converts_in_scan,
+        scan_keeps=photos * series.KEYPOINTS_BYTES if keeps_keypoints else 0)
     if disk.is_local(self._data_dir_root):
       disk.preflight(self._full_name, os.fspath(self._data_dir_root), self._build.needed_bytes)
 

@@ -71,6 +71,7 @@ _CORNER_CONTRAST = 20  # FAST's threshold, of 255: a higher one finds fewer corn
 # One keypoint: x and y in 1/8 px (uint16) and its 256-bit ORB descriptor.
 _KEYPOINT = np.dtype([("x", "<u2"), ("y", "<u2"), ("descriptor", "u1", 32)])
 KEYPOINT_BYTES = _KEYPOINT.itemsize
+KEYPOINTS_BYTES = _KEYPOINTS * KEYPOINT_BYTES  # About what a photo's keypoints take (ORB may keep a few more).
 _RATIO = 0.8  # Lowe's ratio test: the best match clearly better than the second.
 _INLIER_PX = 3.0  # RANSAC's reprojection threshold, in pixels of the keypoint photo.
 # A fit must keep the scale of a zoom, not squash the photo to a point, and its
