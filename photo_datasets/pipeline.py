@@ -9,8 +9,9 @@ model: `rescaling_layer()` turns them into floats on the accelerator, so the
 pipeline moves 4 times fewer bytes than float images.
 
 * Sized configs (`korean_food/224`) are read as stored; training adds random
-  horizontal flips (`flip=False` leaves them to the model, on the accelerator). An `image_size` other than the stored size resizes; half
-  the stored size or less is decoded at a reduced DCT scale (1/2, 1/4, 1/8).
+  horizontal flips (`flip=False` leaves them to the model, on the
+  accelerator). An `image_size` other than the stored size resizes; half the
+  stored size or less is decoded at a reduced DCT scale (1/2, 1/4, 1/8).
 * `full` configs are read with a fused decode and crop
   (`tf.io.decode_and_crop_jpeg`: only the crop's pixels are decoded, at the
   smallest DCT scale that still gives `image_size` pixels).

@@ -274,7 +274,7 @@ def test_matching_in_runs_links_what_each_pair_joins(kfood, monkeypatch):
 
   assert series.links(names, features, series_position, class_folder, pair_map=recorded) == by_pair
   matched = sum(len(run.pairs) for run in runs)
-  assert matched > 20 and sum(len(run.features) for run in runs) < matched  # Not two photos a pair.
+  assert matched > 20 and sum(len(run.photos) for run in runs) < matched  # Not two photos a pair.
   for length in (1, 1000):
     monkeypatch.setattr(series, "_RUN", length)
     assert series.links(names, features, series_position, class_folder) == by_pair

@@ -61,8 +61,8 @@ from photo_datasets.building import (
   writing,
 )
 from photo_datasets.catalog import build_stats, croissant
-from photo_datasets.catalog.build_report import BuildReport
-from photo_datasets.photos import images, records, splits
+from photo_datasets.catalog.build_report import BuildReport, Skipped
+from photo_datasets.photos import images, records, series, splits
 
 CHECKSUMS_DIR = epath.Path(__file__).parent.parent.parent / "checksums"
 # What `_find_source` found: the folder holding the source, or a dataset's own record of it that names the folder
@@ -204,7 +204,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
           raise
       if not (self.data_path / croissant.FILE_NAME).exists():
         try:
-          path = croissant.write(self.info, self.data_path)
+          path = croissant.write(self.info, self.data_path, self._build.record_sha256)
         except OSError as e:  # A read-only copy of a dataset still loads.
           logging.warning("Could not write the Croissant description in %s: %s", self.data_path, e)
         else:
@@ -268,24 +268,19 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
             for split, photos in self._build.split_photos.items()}
 
   def _source_reader(self, built: dict[str, list[records.Photo]]) -> Callable[[set[str]], dict[str, bytes]]:
-    """Reads the report page's photos from the source, framed as stored (a sized config's
-    square crop, at thumbnail size): a few reads instead of a pass over every record."""
-    from photo_datasets.catalog import report_page
-
+    """Reads the report page's photos from the source and makes their thumbnails, framed as
+    stored (a sized config's square crop), on the workers: a few reads instead of a pass over
+    every record."""
     by_name = {p.file_name: p for photos in built.values() for p in photos}
-    size = self.builder_config.image_size
+    thumbnail = _Thumbnail(square=bool(self.builder_config.image_size))
 
     def read(names: set[str]) -> dict[str, bytes]:
       photos = sorted((by_name[n] for n in names if n in by_name), key=lambda p: p.location)
-      found = {}
       with self.READER() as reader:
-        for photo in photos:
-          with contextlib.suppress(Exception):  # Gone since: no thumbnail.
-            data = photo.span.read() if photo.span else reader.read(photo.location)
-            small = report_page.thumbnail(data, box=photo.box, square=True) if size else data
-            if small:
-              found[photo.file_name] = small
-      return found
+        # A photo only the builder's reader can read is read here; the workers read the rest.
+        items = ((p, generation.read_or_skip(reader, p) if p.span is None else None) for p in photos)
+        made = parallel.ordered_map(thumbnail, items, workers=self.workers, on_crash=lambda _: None)
+        return {p.file_name: small for p, small in zip(photos, made, strict=True) if small}
 
     return read
 
@@ -313,7 +308,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     shard_config, example_writer = download_config.get_shard_config(), self._example_writer()
     return [writing.write_split(split, name, filename_template=self._get_filename_template(name),
                                 features=self.info.features, shard_config=shard_config,
-                                example_writer=example_writer, ignore_duplicates=download_config.ignore_duplicates)
+                                example_writer=example_writer, ignore_duplicates=download_config.ignore_duplicates,
+                                sha256=self._build.record_sha256)
             for name, split in made.items()]
 
   def _split_generators(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
@@ -324,7 +320,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     photos, self._build.report = self._scan(source, _scan_cache_dir(dl_manager))
     if not photos:
       raise ValueError(self._nothing_usable(source))
-    by_split = {name: [p for p in photos if p.split == name] for name in splits.SPLIT_NAMES}
+    by_split: dict[str, list[records.Photo]] = {name: [] for name in splits.SPLIT_NAMES}
+    for photo in photos:
+      by_split[photo.split].append(photo)
     self._build.report.empty_splits = [name for name, group in by_split.items() if not group]
     for name in self._build.report.empty_splits:
       logging.warning("%s: split %r would be empty and is left out.", self.name, name)
@@ -368,7 +366,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     with disk.exclusive(f"{cache}.lock", wait, remove=True):
       if cache.exists() and (saved := scan_cache.load_scan(cache)) is not None:
         logging.info("Reusing the scan of %s saved in %s", source, cache)
-        self._check_disk_space(len(saved[0]), sum(p.nbytes for p in saved[0]), converts_in_scan=False)
+        self._check_disk_space(len(saved[0]), sum(p.nbytes for p in saved[0]))
         saved[1].quality_flags = build_stats.flag_rows(saved[0])  # From the saved scores, by today's thresholds.
         return saved
       return self._scan_source(source, cache)
@@ -377,27 +375,32 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     size = self.builder_config.image_size
     # Beam workers convert on other machines; a bucket (gs://) holds no temporary file of ours.
     converts_in_scan = bool(size) and not self._build.beam and disk.is_local(self.data_dir)
-    self._check_disk_space(*self._estimate_source(source), converts_in_scan=converts_in_scan)
+    keeps_keypoints = self._series_order() is not None and disk.is_local(self.data_dir)  # `scan.scan`'s folder.
+    self._check_disk_space(*self._estimate_source(source), converts_in_scan=converts_in_scan,
+                           keeps_keypoints=keeps_keypoints)
     report = BuildReport()
     listing = self._list_source(source, report)
     if size and converts_in_scan:
       self._build.converted = converted.ConvertedImages(size, self.data_dir)
     photos = scan.scan(listing, report, workers=self.workers, converted=self._build.converted,
-                       series_position=self._series_order())
+                       series_position=self._series_order(),
+                       folder=self.data_dir if disk.is_local(self.data_dir) else None)
     report.quality_flags = build_stats.flag_rows(photos)  # Information only: no photo is left out for a flag.
     if cache:
       scan_cache.save_scan(cache, photos, report)
     # The images converted in the scan are on the disk already: what is left to write is the records.
-    self._check_disk_space(len(photos), sum(p.nbytes for p in photos), converts_in_scan=False)
+    self._check_disk_space(len(photos), sum(p.nbytes for p in photos))
     return photos, report
 
   @property
   def _full_name(self) -> str:
     return f"{self.name}/{self.builder_config.name}"
 
-  def _check_disk_space(self, photos: int, source_bytes: int, *, converts_in_scan: bool) -> None:
-    self._build.needed_bytes = disk.needed_bytes(self.builder_config.image_size, photos, source_bytes,
-                                                 converts_in_scan=converts_in_scan)
+  def _check_disk_space(self, photos: int, source_bytes: int, *, converts_in_scan: bool = False,
+                        keeps_keypoints: bool = False) -> None:
+    self._build.needed_bytes = disk.needed_bytes(
+        self.builder_config.image_size, photos, source_bytes, converts_in_scan=converts_in_scan,
+        scan_keeps=photos * series.KEYPOINTS_BYTES if keeps_keypoints else 0)
     if disk.is_local(self._data_dir_root):
       disk.preflight(self._full_name, os.fspath(self._data_dir_root), self._build.needed_bytes)
 
@@ -437,6 +440,24 @@ def _scan_cache_dir(dl_manager: tfds.download.DownloadManager) -> epath.Path | N
   return epath.Path(cache_dir)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Thumbnail:
+  """A report page's thumbnail of one built photo, from its source bytes (read here when not
+  given), framed as stored; None where the photo is gone since or nothing of it decodes."""
+
+  square: bool  # A sized config's centre square, of the photo's crop box.
+
+  def __call__(self, item: tuple[records.Photo, bytes | Skipped | None]) -> bytes | None:
+    from photo_datasets.catalog import report_page  # Its own module, as in `_write_report_page`.
+
+    photo, data = item
+    if data is None:
+      data = generation.read_or_skip(None, photo)  # type: ignore[arg-type]  # From its span.
+    if isinstance(data, Skipped):  # Gone since.
+      return None
+    return report_page.thumbnail(data, box=photo.box if self.square else None, square=self.square)
+
+
 @dataclasses.dataclass
 class _Build:
   """A build in progress, from `download_and_prepare` to its end: what TFDS's
@@ -450,6 +471,8 @@ class _Build:
   manual_dir: str | None = None  # Where the source was found; None when it was downloaded.
   converted: converted.ConvertedImages | None = None  # What the scan converted already.
   needed_bytes: int = 0  # The disk check's estimate, for the out-of-space message.
+  # File name -> SHA-256 of the record files the workers wrote, for `croissant.json`.
+  record_sha256: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

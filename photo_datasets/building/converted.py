@@ -3,44 +3,40 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
+from photo_datasets.building import worker_files
+from photo_datasets.building.worker_files import Written
 from photo_datasets.photos.images import Box
 from photo_datasets.photos.records import Photo
 
 
 class ConvertedImages:
-  """The stored images of one sized config, converted by the scan from its own
-  decode, on disk until generation asks for them.
-
-  An unnamed temporary file in `folder` (the build's own): nothing is left
-  behind, even when the build is killed. Its index keeps a few numbers per photo.
-  """
+  """Where the stored images of one sized config lie, converted by the scan's
+  workers from their own decode and written into their own files in `folder`
+  (`worker_files`, a folder of its own in the build's folder, removed by
+  `close`), until generation's workers read them back. Keeps a few numbers per photo."""
 
   def __init__(self, size: int, folder: str | os.PathLike[str]):
     self.size = size
-    self._file = tempfile.TemporaryFile(dir=folder)
-    self._index: dict[str, tuple[int, int, Box | None]] = {}
-    self._end = 0
+    self.folder = tempfile.mkdtemp(prefix="converted.", dir=folder)
+    self._index: dict[str, tuple[Written, Box | None]] = {}
 
-  def add(self, file_name: str, image: bytes, box: Box | None) -> None:
-    self._file.seek(self._end)
-    self._file.write(image)
-    self._index[file_name] = (self._end, len(image), box)
-    self._end += len(image)
+  def add(self, file_name: str, image: Written, box: Box | None) -> None:
+    self._index[file_name] = (image, box)
 
-  def take(self, photo: Photo, size: int | None) -> bytes | None:
-    """The photo's stored image, if it was converted for `size` with the box
+  def take(self, photo: Photo, size: int | None) -> Written | None:
+    """Where the photo's stored image lies, if it was converted for `size` with the box
     the photo has now."""
     entry = self._index.get(photo.file_name)
-    if entry is None or size != self.size or entry[2] != photo.box:
+    if entry is None or size != self.size or entry[1] != photo.box:
       return None
-    offset, length, _ = entry
-    self._file.seek(offset)
-    return self._file.read(length)
+    return entry[0]
 
   def __len__(self) -> int:
     return len(self._index)
 
   def close(self) -> None:
-    self._file.close()
+    worker_files.close(self.folder)  # This process's, with one worker.
+    shutil.rmtree(self.folder, ignore_errors=True)

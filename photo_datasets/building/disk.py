@@ -84,11 +84,13 @@ def stored_bytes(image_size: int | None, photos: int, source_bytes: int) -> int:
   return int(photos * image_size * image_size * BYTES_PER_PIXEL * OVERHEAD)
 
 
-def needed_bytes(image_size: int | None, photos: int, source_bytes: int, *, converts_in_scan: bool) -> int:
-  """The most a build of one config holds in the data dir at once."""
+def needed_bytes(image_size: int | None, photos: int, source_bytes: int, *, converts_in_scan: bool,
+                 scan_keeps: int = 0) -> int:
+  """The most a build of one config holds in the data dir at once; `scan_keeps`: the bytes
+  the scan keeps there until its end (the series keypoints), gone before the records come."""
   records = stored_bytes(image_size, photos, source_bytes)
   waiting = records if converts_in_scan else 0  # `converted.ConvertedImages`, until generation is done.
-  return records + waiting + _SLACK
+  return max(records, scan_keeps) + waiting + _SLACK
 
 
 def _gb(n: int) -> str:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from photo_datasets.building import parallel
 from photo_datasets.building.converted import ConvertedImages
+from photo_datasets.building.worker_files import Written
 from photo_datasets.catalog.build_report import Skipped
 from photo_datasets.photos import images
 from photo_datasets.photos.records import Photo
@@ -82,9 +83,9 @@ class ExampleMaker:
 
 @dataclasses.dataclass(frozen=True)
 class Converted:
-  """A photo's stored image, converted already by the scan."""
+  """A photo's stored image, converted already by the scan: where it lies."""
 
-  image: bytes
+  image: Written
 
 
 Source = bytes | Converted | Skipped  # What generation has of a photo before its conversion.
@@ -102,7 +103,11 @@ def convert_or_skip(make: ExampleMaker, photo: Photo, data: Source) -> tuple[str
   if isinstance(data, Skipped):
     return data
   if isinstance(data, Converted):
-    return photo.file_name, make.with_image(photo, data.image)
+    try:
+      image = data.image.read()
+    except OSError as e:  # Removed or damaged since the scan.
+      return Skipped(photo.file_name, f"unreadable: {type(e).__name__}: {e}")
+    return photo.file_name, make.with_image(photo, image)
   try:
     return photo.file_name, make(photo, data)
   except Exception as e:  # Already validated: no single file may stop a build.

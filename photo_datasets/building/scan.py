@@ -13,19 +13,24 @@ reused by every config built later from the same files.
 
 The first build of a sized config also converts each photo from the scan's
 own decode (`converted.ConvertedImages`), so a photo is decoded once, not twice: the
-results wait in an unnamed temporary file until TFDS asks for each split.
+workers write the results into their own files (`worker_files`), where they wait
+until TFDS asks for each split; so do the photos' keypoints, until the series
+are found. The main process gets a few numbers a photo.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 
 from tensorflow_datasets.core.utils import tqdm_utils
 
-from photo_datasets.building import parallel
+from photo_datasets.building import parallel, worker_files
 from photo_datasets.building.converted import ConvertedImages
 from photo_datasets.catalog.build_report import BuildReport, Skipped
 from photo_datasets.photos import images, near_duplicates, quality, series, splits
@@ -35,18 +40,23 @@ from photo_datasets.photos.records import Candidate, Photo, class_folder, photo_
 @dataclasses.dataclass(frozen=True)
 class _Scanned:
   photo: Photo  # With its crop box, decided here once.
-  image: bytes | None  # Converted from the scan's decode (with the photo's crop box), for `_Inspect.size`.
+  image: worker_files.Written | None  # Converted from the scan's decode (with the photo's crop box), for `size`.
   crop_outside: bool  # Its crop file's box lies outside the photo: it has none.
-  series_features: bytes = b""  # `series.describe`, where the builder orders its photos.
+  series_features: bytes = b""  # `series.describe`, where the builder orders its photos; less `keypoints`.
+  keypoints: worker_files.Written | None = None  # The features' keypoints, where the worker wrote them.
 
 
 @dataclasses.dataclass(frozen=True)
 class _Inspect:
   """The per-file work of the scan (runs in a worker): the check, the hashes,
-  the series features, and for a sized config the conversion from the same decode."""
+  the series features, and for a sized config the conversion from the same decode,
+  written into `converted_folder`; the features' keypoints into `keypoints_folder`
+  where one is given."""
 
   size: int | None
   series: bool = False
+  converted_folder: str = ""
+  keypoints_folder: str | None = None
 
   def __call__(self, candidate: Candidate) -> _Scanned | Skipped:
     try:
@@ -64,11 +74,19 @@ class _Inspect:
                   span=candidate.span, nbytes=len(data), quality=scores, moments=moments)
     image = None
     if self.size and images.encodes_from_scan(check, self.size, box):
-      try:
-        image = images.encode_image(data, check, size=self.size, box=box, decoded=pixels)
-      except Exception:  # Generation converts it again, and reports the failure.
-        image = None
-    return _Scanned(photo, image, bool(candidate.crop) and box is None, features)
+      with contextlib.suppress(Exception):  # Generation converts it again, and reports the failure.
+        image = worker_files.append(self.converted_folder, "converted",
+                                    images.encode_image(data, check, size=self.size, box=box, decoded=pixels))
+    keypoints = None
+    if features and self.keypoints_folder is not None:
+      keypoints = worker_files.append(self.keypoints_folder, "keypoints", features[series.HISTOGRAM_BYTES:])
+      features = features[:series.HISTOGRAM_BYTES]
+    return _Scanned(photo, image, bool(candidate.crop) and box is None, features, keypoints)
+
+
+# Photos a worker scans per task: the pool's cost, about 0.1 ms of the main process a task, paid once for
+# all of them. (Series pairs go in runs of about 128 pairs, `series.MatchRun`, one a task.)
+PHOTOS_PER_TASK = 64
 
 
 def _second_copies(twice: dict[tuple[str, str], list[str]]) -> list[str]:
@@ -90,11 +108,14 @@ def _crashed(candidate: Candidate) -> Skipped:
 
 def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
          converted: ConvertedImages | None = None,
-         series_position: Callable[[str], int | None] | None = None) -> list[Photo]:
+         series_position: Callable[[str], int | None] | None = None,
+         folder: str | os.PathLike[str] | None = None) -> list[Photo]:
   """Validates and hashes every candidate; returns the photos sorted by name.
   With `converted`, also converts each photo for its config where the scan's
   decode suffices. With `series_position` (a file name's place in its class's
-  natural order, or None), also groups the series (`series.groups`)."""
+  natural order, or None), also groups the series (`series.groups`); the workers
+  keep the photos' keypoints in files of their own in `folder` (the build's) until
+  then, or without one, this process in a temporary file."""
 
   def first_copies() -> Iterator[Candidate]:
     kept_at: dict[str, str] = {}  # file_name -> where its first copy lies.
@@ -109,39 +130,50 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
 
   photos = []
   features = series.FeatureFile() if series_position is not None else None  # Until the series are found.
+  keypoints = tempfile.mkdtemp(prefix="keypoints.", dir=folder) if features is not None and folder else None
   arrival: dict[str, int] = {}
-  inspect = _Inspect(converted.size if converted is not None else None, series=series_position is not None)
-  for result in parallel.ordered_map(inspect, first_copies(), workers=workers, on_crash=_crashed):
-    if isinstance(result, Skipped):
-      report.skipped_files.append(result)
-      continue
-    photos.append(result.photo)
-    if features is not None:
-      arrival[result.photo.file_name] = len(features)
-      features.add(result.series_features)
-    if result.crop_outside:
-      report.counts["bad crop lines"] = report.counts.get("bad crop lines", 0) + 1
-    if converted is not None and result.image is not None:
-      converted.add(result.photo.file_name, result.image, result.photo.box)
-  by_digest = collections.defaultdict(list)
-  for photo in photos:
-    by_digest[photo.digest].append(photo.file_name)
-  report.duplicates = sorted(sorted(group) for group in by_digest.values() if len(group) > 1)
-  report.counts["images converted to JPEG"] = sum(not p.check.is_clean_jpeg for p in photos)
-  report.counts["padded JPEGs kept"] = sum(p.check.padding > 0 for p in photos)  # Flagged `padded_jpeg`.
-  if "bad crop lines" in report.counts:  # The listing read crop files.
-    report.counts["images with a crop box"] = sum(p.box is not None for p in photos)
-  photos = sorted(photos, key=lambda p: p.file_name)
-  found: list[list[int]] = []
-  if features is not None and series_position is not None:
-    names = [p.file_name for p in photos]
-    features.reorder([arrival[n] for n in names])
-    try:
+  inspect = _Inspect(converted.size if converted is not None else None, series=series_position is not None,
+                     converted_folder=converted.folder if converted is not None else "", keypoints_folder=keypoints)
+  try:
+    for result in parallel.ordered_map(inspect, first_copies(), workers=workers, on_crash=_crashed,
+                                       chunk=PHOTOS_PER_TASK):
+      if isinstance(result, Skipped):
+        report.skipped_files.append(result)
+        continue
+      photos.append(result.photo)
+      if features is not None:
+        arrival[result.photo.file_name] = len(features)
+        if result.keypoints is None:
+          features.add(result.series_features)
+        else:
+          kept = result.keypoints
+          features.add_written(result.series_features, kept.path, kept.offset, kept.size)
+      if result.crop_outside:
+        report.counts["bad crop lines"] = report.counts.get("bad crop lines", 0) + 1
+      if converted is not None and result.image is not None:
+        converted.add(result.photo.file_name, result.image, result.photo.box)
+    by_digest = collections.defaultdict(list)
+    for photo in photos:
+      by_digest[photo.digest].append(photo.file_name)
+    report.duplicates = sorted(sorted(group) for group in by_digest.values() if len(group) > 1)
+    report.counts["images converted to JPEG"] = sum(not p.check.is_clean_jpeg for p in photos)
+    report.counts["padded JPEGs kept"] = sum(p.check.padding > 0 for p in photos)  # Flagged `padded_jpeg`.
+    if "bad crop lines" in report.counts:  # The listing read crop files.
+      report.counts["images with a crop box"] = sum(p.box is not None for p in photos)
+    photos = sorted(photos, key=lambda p: p.file_name)
+    found: list[list[int]] = []
+    if features is not None and series_position is not None:
+      names = [p.file_name for p in photos]
+      features.reorder([arrival[n] for n in names])
       found = series.groups(names, features, series_position, class_folder,
                             pair_map=lambda task, runs: parallel.ordered_map(task, runs, workers=workers, chunk=1,
                                                                              on_crash=series.unmatched))
-    finally:
+  finally:
+    if features is not None:
       features.close()
+    if keypoints is not None:
+      worker_files.close(keypoints)  # This process's, with one worker.
+      shutil.rmtree(keypoints, ignore_errors=True)
   return group_near_duplicates(photos, report, found)
 
 

@@ -8,7 +8,9 @@ import dataclasses
 import hashlib
 import json
 import logging
+import operator
 import os
+from collections.abc import Callable
 from typing import Any
 
 from etils import epath
@@ -65,10 +67,16 @@ def write_durably(path: str, data: bytes) -> None:
       os.close(fd)
 
 
+# Dataclass -> a getter of all its fields (more than one) as a tuple.
+_GETTERS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
+
+
 def _fields(flat: Any) -> list[Any]:
   """A dataclass of plain values as a list: `dataclasses.astuple` without its deep copies
-  (0.4 ms of the main process per photo)."""
-  return [getattr(flat, field.name) for field in dataclasses.fields(flat)]
+  (0.4 ms of the main process per photo), nor `dataclasses.fields` per call."""
+  if (getter := _GETTERS.get(type(flat))) is None:
+    getter = _GETTERS[type(flat)] = operator.attrgetter(*(field.name for field in dataclasses.fields(flat)))
+  return list(getter(flat))
 
 
 def _check_row(check: images.ImageCheck) -> list[object]:

@@ -14,7 +14,8 @@ whole build. Here the worker processes do it, in two passes over the split:
    (`ShardConfig.get_number_shards` on the records' total size: the package's
    `sharding` policy, or `--num_shards`), cuts them where TFDS cuts
    (`shard_utils.get_shard_boundaries`), and the workers write whole shards,
-   each with the config's `ExampleWriter`. A hash range's spill files are
+   each with the config's `ExampleWriter`, and hashes it (SHA-256, for
+   `croissant.json`) while it is still in memory's cache. A hash range's spill files are
    removed once every shard that reads them is written, and a sixteenth of a
    split's shards at most are written at once, so the disk holds the split
    about once, as with TFDS's shuffle buckets.
@@ -33,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import glob
 import os
 import shutil
 from collections.abc import Iterator, Sequence
@@ -44,14 +44,15 @@ from tensorflow_datasets.core import example_serializer, hashing, shuffle
 from tensorflow_datasets.core import writer as tfds_writer
 from tensorflow_datasets.core.utils import shard_utils
 
-from photo_datasets.building import generation, parallel
+from photo_datasets.building import generation, parallel, worker_files
+from photo_datasets.catalog import croissant
 from photo_datasets.catalog.build_report import Skipped
 from photo_datasets.photos.records import Photo
 
 # Spill files per worker and split: hash ranges the second pass removes one by one.
 SPILL_RANGES = 64
-# Photos a worker serialises per task: the pool's cost (0.1 ms of the main process a task) per 16.
-PHOTOS_PER_TASK = 16
+# Photos a worker serialises per task: the pool's cost (0.1 ms or more of the main process a task) per 64.
+PHOTOS_PER_TASK = 64
 # Shards being written at once, at most, as a share of a split's: the spill files
 # they read are still there, so the disk holds this much of the split twice.
 SHARDS_IN_FLIGHT = 1 / 16
@@ -65,24 +66,9 @@ _Entry = tuple[int, int, int, int]
 _Spilled = tuple[int, str, int, int]
 
 
-# This process's open spill files: (process id, folder) -> hash range -> file.
-_SPILLS: dict[tuple[int, str], dict[int, BinaryIO]] = {}
-
-
 def _spill(folder: str, hkey: int, record: bytes) -> tuple[str, int]:
-  files = _SPILLS.setdefault((os.getpid(), folder), {})  # A forked worker opens its own.
-  hash_range = shuffle.get_bucket_number(hkey, SPILL_RANGES)
-  if (file := files.get(hash_range)) is None:
-    path = os.path.join(folder, f"{hash_range:03d}-{os.getpid()}.spill")
-    file = files[hash_range] = open(path, "ab", buffering=0)  # noqa: SIM115 (open until the process ends)
-  offset = file.tell()
-  file.write(record)
-  return file.name, offset
-
-
-def _close_spills(folder: str) -> None:
-  for file in _SPILLS.pop((os.getpid(), folder), {}).values():
-    file.close()
+  written = worker_files.append(folder, f"{shuffle.get_bucket_number(hkey, SPILL_RANGES):03d}", record)
+  return written.path, written.offset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +122,8 @@ class _WriteShard:
   entries: list[_Entry]  # Every record of the split, sorted by hash; forked workers share them.
   spills: list[str]  # The spill files' paths, by number.
 
-  def __call__(self, shard: _Shard) -> str:
+  def __call__(self, shard: _Shard) -> tuple[str, str]:
+    """The shard's path and SHA-256."""
     path, start, end = shard
     files: dict[int, BinaryIO] = {}
 
@@ -158,10 +145,10 @@ class _WriteShard:
       if len(record_keys) != end - start:
         raise RuntimeError(f"{path}: {len(record_keys)} record keys for {end - start} records")
       tfds_writer._write_index_file(tfds_writer._get_index_path(path), record_keys)
-    return path
+    return path, croissant.file_sha256(path)
 
 
-def _shard_crashed(shard: _Shard) -> str:
+def _shard_crashed(shard: _Shard) -> tuple[str, str]:
   raise RuntimeError(f"Writing {shard[0]} killed its worker process twice")
 
 
@@ -174,14 +161,17 @@ def write_split(
     shard_config: shard_utils.ShardConfig,
     example_writer: Any,
     ignore_duplicates: bool = False,
+    sha256: dict[str, str] | None = None,
 ) -> tfds.core.SplitInfo:
   """Writes the split's shards on `split.workers` processes; returns its `SplitInfo`
-  as TFDS's writer gives it. Skipped photos go to `split.skipped`."""
+  as TFDS's writer gives it. Skipped photos go to `split.skipped`; each shard's
+  SHA-256 (hex) to `sha256`, by file name."""
   folder = os.path.join(os.fspath(filename_template.data_dir), f"{name}.spill")
   os.makedirs(folder, exist_ok=True)
   try:
     entries, spills = _serialize(split, name, folder, features, ignore_duplicates)
-    shard_lengths = _write_shards(entries, spills, split.workers, filename_template, shard_config, example_writer)
+    shard_lengths = _write_shards(entries, spills, split.workers, filename_template, shard_config, example_writer,
+                                  {} if sha256 is None else sha256)
     return tfds.core.SplitInfo(name=name, shard_lengths=shard_lengths, num_bytes=sum(e[3] for e in entries),
                                filename_template=filename_template)
   finally:
@@ -222,7 +212,7 @@ def _serialize(split: generation.LocalSplit, name: str, folder: str, features: A
         seen.add(hkey)
         entries.append((hkey, spill_numbers.setdefault(path, len(spill_numbers)), offset, size))
   finally:
-    _close_spills(folder)
+    worker_files.close(folder)
   if not entries:
     raise AssertionError("No examples were yielded.")  # TFDS's words.
   entries.sort()
@@ -230,7 +220,7 @@ def _serialize(split: generation.LocalSplit, name: str, folder: str, features: A
 
 
 def _write_shards(entries: list[_Entry], spills: list[str], workers: int, filename_template: Any,
-                  shard_config: shard_utils.ShardConfig, example_writer: Any) -> list[int]:
+                  shard_config: shard_utils.ShardConfig, example_writer: Any, sha256: dict[str, str]) -> list[int]:
   """Pass 2: the shards, cut and named as TFDS's `Writer` does; returns their lengths."""
   num_shards = shard_config.get_number_shards(sum(e[3] for e in entries), len(entries))
   ends = shard_utils.get_shard_boundaries(len(entries), num_shards)
@@ -240,16 +230,19 @@ def _write_shards(entries: list[_Entry], spills: list[str], workers: int, filena
     for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
       yield os.fspath(filename_template.sharded_filepath(shard_index=index, num_shards=num_shards)), start, end
 
-  folder = os.path.dirname(spills[0]) if spills else ""
+  by_range: dict[int, list[str]] = {}  # Hash range -> its spill files (named by `_spill`).
+  for spill in spills:
+    by_range.setdefault(int(os.path.basename(spill)[:3]), []).append(spill)
   removed = 0  # Hash ranges whose spill files are gone.
   write = _WriteShard(example_writer, entries, spills)
   in_flight = max(2, int(num_shards * SHARDS_IN_FLIGHT))
-  for index, _ in enumerate(parallel.ordered_map(write, shards(), workers=workers, on_crash=_shard_crashed, chunk=1,
-                                                 in_flight=in_flight)):
+  for index, (path, digest) in enumerate(parallel.ordered_map(write, shards(), workers=workers,
+                                                              on_crash=_shard_crashed, chunk=1, in_flight=in_flight)):
+    sha256[os.path.basename(path)] = digest
     # The shards still to come start at the next one's first hash: the ranges below it are read.
     below = shuffle.get_bucket_number(entries[ends[index]][0], SPILL_RANGES) if index + 1 < num_shards else SPILL_RANGES
     for hash_range in range(removed, below):
-      for path in glob.glob(os.path.join(folder, f"{hash_range:03d}-*.spill")):
-        os.remove(path)
+      for spill in by_range.pop(hash_range, []):
+        os.remove(spill)
     removed = max(removed, below)
   return [end - start for start, end in zip(starts, ends, strict=True)]

@@ -51,6 +51,7 @@ from photo_datasets.photos import images, quality
 FILE_NAME = "report.html"
 CSV_FIELDS = ("file_name", "split", "label", "flag", "score")
 THUMBNAIL_SIDE = 96  # Pixels, the longer side.
+_ORIENTATION = 0x0112  # The EXIF tag.
 
 # Where the photos of a built config come from, for thumbnails: names -> bytes.
 ImageSource = Callable[[set[str]], dict[str, bytes]]
@@ -71,6 +72,9 @@ def thumbnail(data: bytes, side: int = THUMBNAIL_SIDE, *, box: tuple[float, floa
     with warnings.catch_warnings():
       warnings.simplefilter("ignore")  # PIL's warnings about odd files: the report names those already.
       with Image.open(io.BytesIO(data)) as opened:
+        if (opened.format == "JPEG" and opened.mode == "RGB" and max(opened.size) <= side and box is None
+            and not square and opened.getexif().get(_ORIENTATION, 1) == 1):
+          return data  # A thumbnail already (a build's, made on its workers).
         share = min(box[2] - box[0], box[3] - box[1]) if box else 1.0
         need = round(side * 2 / max(share, 0.05))
         opened.draft("RGB", (need, need))

@@ -38,6 +38,7 @@ import functools
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import BinaryIO
 
 import cv2
 import numpy as np
@@ -72,6 +73,7 @@ _CORNER_CONTRAST = 20  # FAST's threshold, of 255: a higher one finds fewer corn
 # One keypoint: x and y in 1/8 px (uint16) and its 256-bit ORB descriptor.
 _KEYPOINT = np.dtype([("x", "<u2"), ("y", "<u2"), ("descriptor", "u1", 32)])
 KEYPOINT_BYTES = _KEYPOINT.itemsize
+KEYPOINTS_BYTES = _KEYPOINTS * KEYPOINT_BYTES  # About what a photo's keypoints take (ORB may keep a few more).
 _RATIO = 0.8  # Lowe's ratio test: the best match clearly better than the second.
 _INLIER_PX = 3.0  # RANSAC's reprojection threshold, in pixels of the keypoint photo.
 # A fit must keep the scale of a zoom, not squash the photo to a point, and its
@@ -154,20 +156,36 @@ def _check(features: bytes) -> bytes:
 
 class FeatureFile(Sequence[bytes]):
   """Photos' features (`describe`) as a scan collects them: the histograms in
-  memory, the keypoints (nearly all of the bytes) in an unnamed temporary file,
-  read back only for the pairs that are matched. Indexed in the order `add`ed,
-  then as `reorder` puts them."""
+  memory, the keypoints (nearly all of the bytes) in files, read back only for
+  the pairs that are matched: in the files the scan's workers wrote them into
+  (`add_written`), or in an unnamed temporary file of this one (`add`).
+  Indexed in the order added, then as `reorder` puts them. A worker forked
+  from this process reads them itself (`PairInliers`)."""
 
   def __init__(self) -> None:
-    self._file = tempfile.TemporaryFile(prefix="series-keypoints-")
+    self._file: BinaryIO | None = None  # Made by the first `add`.
     self.histograms: list[bytes] = []
-    self._spans: list[tuple[int, int]] = []  # Where each photo's keypoints are in the file: start, length.
+    # Where each photo's keypoints are: the file's path ("" for this one's own), start, length.
+    self._spans: list[tuple[str, int, int]] = []
     self._size = 0
+    self._read: dict[str, int] = {}  # Descriptors of the files read, by path.
 
   def add(self, features: bytes) -> None:
-    self.histograms.append(_check(features)[:HISTOGRAM_BYTES])
-    self._spans.append((self._size, len(features) - HISTOGRAM_BYTES))
-    self._size += self._file.write(features[HISTOGRAM_BYTES:])
+    if self._file is None:
+      self._file = tempfile.TemporaryFile(prefix="series-keypoints-", buffering=0)  # Unbuffered: see the class.
+    keypoints = _check(features)[HISTOGRAM_BYTES:]
+    if os.pwrite(self._file.fileno(), keypoints, self._size) != len(keypoints):
+      raise OSError(f"short write to the temporary file {self._file.name}")
+    self.histograms.append(features[:HISTOGRAM_BYTES])
+    self._spans.append(("", self._size, len(keypoints)))
+    self._size += len(keypoints)
+
+  def add_written(self, histogram: bytes, path: str, start: int, length: int) -> None:
+    """A photo's features whose keypoints lie in `path`: `length` bytes from `start`."""
+    if len(histogram) != HISTOGRAM_BYTES or length % KEYPOINT_BYTES:
+      raise ValueError("a histogram (HISTOGRAM_BYTES) and whole keypoints (describe)")
+    self.histograms.append(histogram)
+    self._spans.append((path, start, length))
 
   def reorder(self, order: Sequence[int]) -> None:
     """Photo `order[i]` becomes photo i."""
@@ -178,15 +196,30 @@ class FeatureFile(Sequence[bytes]):
     return len(self.histograms)
 
   def __getitem__(self, index):  # type: ignore[no-untyped-def]  # Indices only: no slices.
-    self._file.flush()
-    start, length = self._spans[index]
-    return self.histograms[index] + os.pread(self._file.fileno(), length, start)
+    path, start, length = self._spans[index]
+    if path:
+      if (descriptor := self._read.get(path)) is None:
+        descriptor = self._read[path] = os.open(path, os.O_RDONLY)
+    else:
+      assert self._file is not None
+      descriptor = self._file.fileno()
+    keypoints = os.pread(descriptor, length, start)
+    if len(keypoints) != length:
+      raise OSError(f"{path or 'the temporary file'} ends before the keypoints at {start}")
+    return self.histograms[index] + keypoints
 
   def __iter__(self) -> Iterator[bytes]:
     return (self[i] for i in range(len(self)))
 
+  def __reduce__(self) -> tuple[type, tuple[list[bytes]]]:
+    return list, (list(self),)  # A worker that is not forked (no fork on macOS) gets the bytes.
+
   def close(self) -> None:
-    self._file.close()
+    for descriptor in self._read.values():
+      os.close(descriptor)
+    self._read.clear()
+    if self._file is not None:
+      self._file.close()
 
 
 def _shares(features: Sequence[bytes]) -> npt.NDArray[np.float64]:
@@ -264,19 +297,27 @@ def joined(a: bytes, b: bytes, rule: Rule = RULE) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class MatchRun:
-  """Pairs of a run of neighbours whose keypoints are matched, with each
-  photo's features once (not once a pair): `pairs` holds (i, j, inliers
-  needed), indices into `features`."""
+  """Pairs of a run of neighbours whose keypoints are matched: `photos` holds
+  the run's photos (indices into the features), `pairs` (i, j, inliers needed)
+  with i and j indices into `photos`, so each photo is read once a run."""
 
-  features: list[bytes]
+  photos: list[int]
   pairs: list[tuple[int, int, int]]
 
 
-def match_run(run: MatchRun) -> list[int]:
-  """`inliers` of each pair of the run, in order: the task of a `PairMap`."""
-  cv2.setNumThreads(1)  # One worker per core already.
-  keypoints = [_keypoints(f) for f in run.features]
-  return [_fit(keypoints[i], keypoints[j], needed) for i, j, needed in run.pairs]
+@dataclasses.dataclass(frozen=True)
+class RunMatcher:
+  """`inliers` of each pair of a `MatchRun`, in order: the task of a `PairMap`.
+  A worker reads the run's features itself (from a `FeatureFile`, through the
+  files its process was forked with), so the process that maps sends indices,
+  not keypoints."""
+
+  features: Sequence[bytes]
+
+  def __call__(self, run: MatchRun) -> list[int]:
+    cv2.setNumThreads(1)  # One worker per core already.
+    keypoints = [_keypoints(self.features[i]) for i in run.photos]
+    return [_fit(keypoints[i], keypoints[j], needed) for i, j, needed in run.pairs]
 
 
 def unmatched(run: MatchRun) -> list[int]:
@@ -284,21 +325,20 @@ def unmatched(run: MatchRun) -> list[int]:
   return [0] * len(run.pairs)
 
 
-# Maps `match_run` over runs, in order: `map` by default, a pool of worker
+# Maps a `RunMatcher` over runs, in order: `map` by default, a pool of worker
 # processes in the scan (the matching is most of the grouping's work).
 PairMap = Callable[[Callable[[MatchRun], list[int]], Iterable[MatchRun]], Iterable[list[int]]]
-_RUN = 32  # Photos whose window pairs (`_RUN` × window) make one `MatchRun`: their features travel together.
+_RUN = 32  # Photos whose window pairs (`_RUN` × window) make one `MatchRun`.
 
 
-def _runs(to_match: Sequence[tuple[float, int, int, int]], features: Sequence[bytes],
-          window: int) -> Iterator[MatchRun]:
+def _runs(to_match: Sequence[tuple[float, int, int, int]], window: int) -> Iterator[MatchRun]:
   """`to_match`'s pairs (value, i, j, needed; by class, then by first photo)
-  in runs of about `_RUN` photos' pairs, each photo's features read once a run."""
+  in runs of about `_RUN` photos' pairs."""
   for start in range(0, len(to_match), _RUN * window):
     local: dict[int, int] = {}
     pairs = [(local.setdefault(i, len(local)), local.setdefault(j, len(local)), needed)
              for _, i, j, needed in to_match[start:start + _RUN * window]]
-    yield MatchRun([features[i] for i in local], pairs)
+    yield MatchRun(list(local), pairs)
 
 
 def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
@@ -323,7 +363,7 @@ def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Cal
           found.append((value, min(i, j), max(i, j)))
         elif needed is not None:
           to_match.append((value, min(i, j), max(i, j), needed))
-  counts = (count for run in pair_map(match_run, _runs(to_match, features, window)) for count in run)
+  counts = (count for run in pair_map(RunMatcher(features), _runs(to_match, window)) for count in run)
   return found + [(value, i, j) for (value, i, j, needed), count in zip(to_match, counts, strict=True)
                   if count >= needed]
 
