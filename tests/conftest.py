@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
+import signal
 import socket
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
@@ -43,6 +44,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
   items[:] = [item for item in items
               if getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
               is not tf.test.TestCase.test_session]
+
+
+def pytest_configure() -> None:
+  """Ctrl-C reaches the suite and the builds its tests start: a suite started
+  in the background by a script (`pytest &`) inherits SIGINT ignored, which
+  every child keeps, so the tests that press Ctrl-C in a build would see it
+  do nothing. A handler (not SIG_IGN) is reset to the default in each child."""
+  if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)
