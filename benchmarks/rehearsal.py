@@ -148,8 +148,8 @@ def _pss_bytes(pid: int) -> int:
 
 
 # Reading a process's smaps_rollup walks its page tables: every build process's, twice a second, took about 16 % of
-# a core during the full-size build (by ps), on the 2 cores the build is timed on. Every few seconds still finds
-# the peak, which lasts for a whole phase of the build.
+# a core during the full-size build (by ps), on the 2 cores the build is timed on. 5 s is short beside the
+# full-size build's phases (minutes each).
 WATCH_SECONDS = 5.0
 
 
