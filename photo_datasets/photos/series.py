@@ -25,7 +25,7 @@ the plate) and none on another plate. They are matched only for the pairs of
 the window whose colours fall in the band, so the cost stays bounded, in runs
 of neighbours sent to the scan's workers (`MatchRun`). Both come from the
 scan's own decode (`describe`: the keypoints from the grey plane its near-copy
-hashes converted); a scan keeps the keypoints in a temporary file until the
+hashes converted); a scan keeps the keypoints in files (its workers') until the
 series are found (`FeatureFile`). docs/splits.md and
 benchmarks/series_tuning.py have the measurements on the real photos.
 """
@@ -160,7 +160,7 @@ class FeatureFile(Sequence[bytes]):
   the pairs that are matched: in the files the scan's workers wrote them into
   (`add_written`), or in an unnamed temporary file of this one (`add`).
   Indexed in the order added, then as `reorder` puts them. A worker forked
-  from this process reads them itself (`PairInliers`)."""
+  from this process reads them itself (`RunMatcher`)."""
 
   def __init__(self) -> None:
     self._file: BinaryIO | None = None  # Made by the first `add`.
