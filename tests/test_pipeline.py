@@ -464,3 +464,28 @@ def test_each_input_pipeline_caches_its_own_part(kfood_dir, tmp_path):
 def test_caches_that_cannot_work_are_refused_saying_why(kfood_dir, kwargs, message):
   with pytest.raises(ValueError, match=message):
     pipeline.training_dataset(data_dir=kfood_dir, **kwargs)
+
+
+def test_cached_epochs_are_the_uncached_ones_flips_included(kfood_dir):
+  # In stored order (one record file, no shuffle buffer), the same seed gives the same flips with and
+  # without a cache, epoch after epoch: mirroring a batch in place never touches the cached images.
+  def epochs(cache: str | None) -> list[list[bytes]]:
+    ds = pipeline.training_dataset("korean_food/64", batch_size=4, data_dir=kfood_dir, seed=3, shuffle_buffer=0,
+                                   cache=cache)
+    return [[image.tobytes() for images, _ in tfds.as_numpy(ds) for image in images] for _ in range(4)]
+
+  uncached, cached = epochs(None), epochs("memory")
+  assert cached == uncached
+  stored = _images(pipeline.evaluation_dataset("korean_food/64", split="train", data_dir=kfood_dir))
+  mirrored = [[image != original for image, original in zip(epoch, stored, strict=False)] for epoch in cached]
+  assert all(0 < sum(flags) < len(flags) for flags in mirrored)
+  assert mirrored[0] != mirrored[1]  # New flips every epoch.
+
+
+def test_a_batch_is_mirrored_in_place_where_drawn():
+  images = np.random.default_rng(0).integers(0, 256, (5, 7, 9, 3), dtype=np.uint8)
+  mirrored = np.array([True, False, True, True, False])
+  expected = np.where(mirrored[:, None, None, None], images[:, :, ::-1], images)
+  flipped, labels = pipeline._mirror(tf.constant(images), tf.range(5), tf.constant(mirrored))
+  np.testing.assert_array_equal(flipped.numpy(), expected)
+  np.testing.assert_array_equal(labels.numpy(), np.arange(5))
