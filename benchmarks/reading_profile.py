@@ -10,8 +10,9 @@ epochs, batched 64 and prefetched as the pipeline is:
   parsed, `decode_jpeg` in a parallel map);
 * the training path built up one stage at a time, as `pipeline.training_dataset`
   builds it: the record files interleaved, the shuffle of serialized
-  examples, the parse, the decode, the flip; then `training_dataset` itself,
-  without and with a seed;
+  examples, the parse, the decode, the flip of each batch (beside it, the
+  flip of each image by `tf.reverse` that a tf.data service's workers do);
+  then `training_dataset` itself, without and with a seed;
 * the memory cache's later epochs built up the same way: the cached images
   alone, their shuffle; then `training_dataset(cache="memory")`, which adds
   the flip, without and with a seed;
@@ -60,6 +61,14 @@ def stages(data_dir: str) -> dict[str, Callable[[], tf.data.Dataset]]:
   def mapped(function: Callable[[tf.Tensor], Any]) -> Callable[[], tf.data.Dataset]:
     return lambda: batched(shuffled().map(function, num_parallel_calls=AUTOTUNE, deterministic=False))
 
+  def decoded_batches() -> tf.data.Dataset:
+    return shuffled().map(lambda record: reader.decoded(reader.parse(record)), num_parallel_calls=AUTOTUNE,
+                          deterministic=False).batch(BATCH, drop_remainder=True)
+
+  def mirrored_alone(record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    image, label = reader.decoded(reader.parse(record))
+    return tf.cond(tf.random.uniform([]) < 0.5, lambda: tf.reverse(image, [1]), lambda: image), label
+
   def cached_images() -> tf.data.Dataset:
     ds = reader.cached("memory", reader.decoded)
     for _ in ds:  # The epoch that fills it.
@@ -88,7 +97,9 @@ def stages(data_dir: str) -> dict[str, Callable[[], tf.data.Dataset]]:
       "+ shuffle of the serialized examples (2048)": lambda: batched(shuffled()),
       "+ parse (the features the pipeline reads)": mapped(reader.parse),
       "+ decode_jpeg": mapped(lambda record: reader.decoded(reader.parse(record))),
-      "+ flip (half the images mirrored)": mapped(lambda record: reader.flipped(reader.parse(record), None)),
+      "+ flip of each batch (OpenCV, in place; half the images mirrored)": lambda: pipeline._flipped_batches(
+          decoded_batches(), None, deterministic=False).prefetch(AUTOTUNE),
+      "  or + tf.reverse of each image, in the map (the tf.data service's flip)": mapped(mirrored_alone),
       "training_dataset(224)": lambda: pipeline.training_dataset(
           NAME, split=SPLIT, batch_size=BATCH, data_dir=data_dir),
       "training_dataset(224, seed=0)": lambda: pipeline.training_dataset(
