@@ -10,9 +10,10 @@ epochs, batched 64 and prefetched as the pipeline is:
   parsed, `decode_jpeg` in a parallel map);
 * the training path built up one stage at a time, as `pipeline.training_dataset`
   builds it: the record files interleaved, the shuffle of serialized
-  examples, the parse, the decode, the flip of each batch (beside it, the
-  flip of each image by `tf.reverse` that a tf.data service's workers do);
-  then `training_dataset` itself, without and with a seed;
+  examples, the parse and the decode of each example in a map (as a tf.data
+  service's workers read, with their flip of each image by `tf.reverse`),
+  or instead of a batch in a map (as `training_dataset` reads), the flip of
+  each batch; then `training_dataset` itself, without and with a seed;
 * the memory cache's later epochs built up the same way: the cached images
   alone, their shuffle; then `training_dataset(cache="memory")`, which adds
   the flip, without and with a seed;
@@ -62,8 +63,8 @@ def stages(data_dir: str) -> dict[str, Callable[[], tf.data.Dataset]]:
     return lambda: batched(shuffled().map(function, num_parallel_calls=AUTOTUNE, deterministic=False))
 
   def decoded_batches() -> tf.data.Dataset:
-    return shuffled().map(lambda record: reader.decoded(reader.parse(record)), num_parallel_calls=AUTOTUNE,
-                          deterministic=False).batch(BATCH, drop_remainder=True)
+    return shuffled().batch(BATCH, drop_remainder=True).map(
+        reader.decoded_batch, num_parallel_calls=pipeline._usable_cores(), deterministic=False)
 
   def mirrored_alone(record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     image, label = reader.decoded(reader.parse(record))
@@ -95,11 +96,13 @@ def stages(data_dir: str) -> dict[str, Callable[[], tf.data.Dataset]]:
           NAME, split=SPLIT, batch_size=BATCH, data_dir=data_dir),
       "records: 16 files interleaved, shuffled file order": lambda: batched(records()),
       "+ shuffle of the serialized examples (2048)": lambda: batched(shuffled()),
-      "+ parse (the features the pipeline reads)": mapped(reader.parse),
-      "+ decode_jpeg": mapped(lambda record: reader.decoded(reader.parse(record))),
+      "+ parse, one example a map call": mapped(reader.parse),
+      "+ decode_jpeg, one example a map call": mapped(lambda record: reader.decoded(reader.parse(record))),
+      "  or + tf.reverse of each image, in the map (the tf.data service's flip)": mapped(mirrored_alone),
+      "+ shuffle, then parse and decode a batch a map call, a call per core": lambda: decoded_batches().prefetch(
+          AUTOTUNE),
       "+ flip of each batch (OpenCV, in place; half the images mirrored)": lambda: pipeline._flipped_batches(
           decoded_batches(), None, deterministic=False).prefetch(AUTOTUNE),
-      "  or + tf.reverse of each image, in the map (the tf.data service's flip)": mapped(mirrored_alone),
       "training_dataset(224)": lambda: pipeline.training_dataset(
           NAME, split=SPLIT, batch_size=BATCH, data_dir=data_dir),
       "training_dataset(224, seed=0)": lambda: pipeline.training_dataset(
