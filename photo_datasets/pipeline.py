@@ -26,19 +26,25 @@ The tf.data choices, in one place:
   as TFDS does (16 files, 16 records each), then the serialized examples are
   shuffled in a buffer, not decoded images;
 * each example is parsed for the image and the label only (and, on `full`,
-  the crop box) (`tf.io.parse_single_example`), in the map that decodes it:
-  TFDS's reader parses every feature in a map of its own;
+  the crop box), in the map that decodes it: TFDS's reader parses every
+  feature in a map of its own. Training batches the serialized examples
+  first and parses and decodes a whole batch in one map call
+  (`tf.io.parse_example`, then each image in a `tf.map_fn`), a call per
+  usable core at once: tf.data's cost per element of a map is paid once a
+  batch. Evaluation, and training on a tf.data service's workers, decode
+  one example a call (`num_parallel_calls=AUTOTUNE`);
 * with a seed, the random ops are stateless, their seeds from a zipped
-  `Dataset.random` (repeatable, each epoch new); without one they draw from
-  their own generator in the map, which costs less;
+  `Dataset.random` (repeatable, each epoch new; one int64 a batch, or an
+  example on a tf.data service); without one they draw from their own
+  generator, which costs less;
 * the flip is a step of its own after the batch: one draw for the batch's
   images, and OpenCV mirrors those drawn in the batch's own buffer (a
   `tf.reverse` moves a uint8 image a byte at a time, 30 times slower). Under a
   tf.data service, whose workers run no Python, each image is mirrored in
   the map by `tf.reverse`;
-* decoding and augmentation run with `num_parallel_calls=AUTOTUNE`, in any
-  order (`deterministic=False`) for shuffled training without a seed, in
-  order otherwise; evaluation keeps the stored order and drops nothing;
+* the maps run in any order (`deterministic=False`) for shuffled training
+  without a seed, in order otherwise; evaluation keeps the stored order and
+  drops nothing;
 * nothing is cached unless asked (TFDS's automatic cache is off). With
   `cache="memory"` or `cache=DIR`, the deterministic part is cached: a sized
   config's decoded images (at `image_size`), read once in stored order, then
@@ -154,44 +160,51 @@ def training_dataset(
   _check_batch_fits(reader, batch)
   augment: Callable[[dict[str, Any], tf.Tensor | None], tuple[tf.Tensor, tf.Tensor]]
   augment = reader.cropped if reader.stored_size is None else lambda example, _: reader.decoded(example)
-  # In this process the flip is a step of its own, a batch at a time (`_flipped_batches`); a tf.data service
-  # worker runs no Python, so there each image is mirrored alone, by TensorFlow, in the map.
-  flip_each = flip and data_service is not None
-  # What draws per example: `full`'s crops, and the flips done one by one. Else no seeds to zip in.
-  draws = reader.stored_size is None or flip_each
 
   def batches(seed: int | tf.Tensor | None) -> tf.data.Dataset:
     ds = reader.records(shuffle_files=True, seed=seed) if decoded is None else decoded
     if shuffle_buffer:
       ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     deterministic = seed is not None or not shuffle_buffer
+    if data_service is not None:
+      return served_batches(ds, seed, deterministic)
+    ds = ds.batch(batch, drop_remainder=True)
+    if decoded is None:
+      # Decoded a batch at a time, a batch per usable core at once (AUTOTUNE ran fewer here and left a core
+      # idle): on `224`, 1.06 times the decode limit's images per CPU-second against 0.91 decoded one by one
+      # (docs/reading.md). `full`'s crops draw their seeds a batch at a time too.
+      if seed is None or reader.stored_size is not None:
+        ds = ds.map(lambda records: reader.augmented_batch(records, None), num_parallel_calls=_usable_cores(),
+                    deterministic=deterministic)
+      else:
+        seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+        ds = tf.data.Dataset.zip(ds, seeds).map(
+            lambda records, drawn: reader.augmented_batch(records, _crop_seeds(tf.shape(records)[0], drawn)),
+            num_parallel_calls=_usable_cores(), deterministic=deterministic)
+    # The flip is a step of its own, a batch at a time, by OpenCV.
+    return _flipped_batches(ds, seed, deterministic) if flip else ds
+
+  def served_batches(ds: tf.data.Dataset, seed: int | tf.Tensor | None, deterministic: bool) -> tf.data.Dataset:
+    """On a tf.data service's workers, which run no Python: each example decoded, and mirrored by
+    `tf.reverse`, in a map of its own; each worker keeps its remainder and the trainer regroups the batches."""
 
     def augmented(record: tf.Tensor, seeds: tf.Tensor | None) -> tuple[tf.Tensor, tf.Tensor]:
       image, label = augment(reader.parse(record), seeds)
-      if flip_each:  # Its draw apart from the crop's, which takes `seeds` as they are.
+      if flip:  # Its draw apart from the crop's, which takes `seeds` as they are.
         mirrored = _mirrored([], None if seeds is None else tf.reverse(seeds, [0]))
         image = tf.cond(mirrored, lambda: tf.reverse(image, [1]), lambda: image)
       return image, label
 
-    if decoded is None and reader.stored_size is not None and data_service is None:
-      # A sized config's records decoded a batch at a time, a batch per usable core at once (AUTOTUNE ran
-      # fewer here and left a core idle): 1.07 to 1.09 times the decode limit's images/s, against 0.95 to 0.98
-      # decoded one by one (docs/reading.md).
-      ds = ds.batch(batch, drop_remainder=True).map(reader.decoded_batch, num_parallel_calls=_usable_cores(),
-                                                    deterministic=deterministic)
-      return _flipped_batches(ds, seed, deterministic) if flip else ds
-    if decoded is None and (seed is None or not draws):
+    if seed is None or not (flip or reader.stored_size is None):
       # Unseeded (or drawing nothing), the random ops draw from the op's own generator: no seeds to make or zip.
       ds = ds.map(lambda record: augmented(record, None), num_parallel_calls=AUTOTUNE, deterministic=deterministic)
-    elif decoded is None:
+    else:
       # Seeds repeatable whatever the parallelism, different every epoch: one random int64 per example
       # (the stateless ops' seed pair is it and a constant).
       seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
       ds = tf.data.Dataset.zip(ds, seeds).map(lambda record, drawn: augmented(record, _seed_pair(drawn)),
                                               num_parallel_calls=AUTOTUNE, deterministic=deterministic)
-    # Served, each worker keeps its remainder and the trainer regroups the batches.
-    ds = ds.batch(batch, drop_remainder=data_service is None)
-    return _flipped_batches(ds, seed, deterministic) if flip and not flip_each else ds
+    return ds.batch(batch, drop_remainder=False)
 
   if data_service is None:
     return batches(seed).prefetch(AUTOTUNE)
@@ -287,6 +300,11 @@ def _check_counts(*, batch_size: int, shuffle_buffer: int) -> None:
 
 def _usable_cores() -> int:
   return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _crop_seeds(count: tf.Tensor, drawn: tf.Tensor) -> tf.Tensor:
+  """A seed pair for each of a batch's `count` crops, from the batch's one draw."""
+  return tf.random.stateless_uniform([count, 2], seed=_seed_pair(drawn), maxval=_SEEDS, dtype=tf.int64)
 
 
 def _seed_pair(drawn: tf.Tensor, stream: int = 0) -> tf.Tensor:
@@ -499,16 +517,22 @@ class _Reader:
     window = random_crop_window(tf.io.extract_jpeg_shape(encoded), self._box(example), has_box, seeds)
     return tf.ensure_shape(self._decode_window(encoded, window), (self.size, self.size, 3)), example["label"]
 
-  def decoded_batch(self, records: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """`decoded` for a batch of serialized examples, parsed together, the
-    images decoded one after another in this one call: tf.data's own cost of
-    an element of a map, about 35 us here, is paid once a batch."""
-    examples = tf.io.parse_example(records, self._spec)
-    examples = {key: tf.cast(value, self._dtypes[key]) for key, value in examples.items()}
+  def augmented_batch(self, records: tf.Tensor, seeds: tf.Tensor | None) -> tuple[tf.Tensor, tf.Tensor]:
+    """Training images from a batch of serialized examples, parsed together,
+    each then decoded (on `full`, cropped with its row of `seeds`) in this one
+    call: tf.data's own cost of an element of a map, about 35 us here, is paid
+    once a batch."""
+    examples = {key: tf.cast(value, self._dtypes[key])
+                for key, value in tf.io.parse_example(records, self._spec).items()}
+    if seeds is not None:
+      examples["seeds"] = seeds
     image_spec = tf.TensorSpec((self.size, self.size, 3), tf.uint8)
-    decoded = tf.map_fn(lambda encoded: self.decoded({"image": encoded, "label": 0})[0], examples["image"],
-                        fn_output_signature=image_spec)
-    return decoded, examples["label"]
+    if self.stored_size is None:
+      images = tf.map_fn(lambda example: self.cropped(example, example.get("seeds"))[0], examples,
+                         fn_output_signature=image_spec)
+    else:
+      images = tf.map_fn(lambda example: self.decoded(example)[0], examples, fn_output_signature=image_spec)
+    return images, examples["label"]
 
   def decoded(self, example: dict[str, Any]) -> tuple[tf.Tensor, tf.Tensor]:
     """A sized config's stored image (resized if asked)."""
