@@ -64,7 +64,8 @@ def stages(data_dir: str) -> dict[str, Callable[[], tf.data.Dataset]]:
 
   def decoded_batches() -> tf.data.Dataset:
     return shuffled().batch(BATCH, drop_remainder=True).map(
-        reader.decoded_batch, num_parallel_calls=pipeline._usable_cores(), deterministic=False)
+        lambda records: reader.augmented_batch(records, None), num_parallel_calls=pipeline._usable_cores(),
+        deterministic=False)
 
   def mirrored_alone(record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     image, label = reader.decoded(reader.parse(record))
@@ -99,7 +100,7 @@ def stages(data_dir: str) -> dict[str, Callable[[], tf.data.Dataset]]:
       "+ parse, one example a map call": mapped(reader.parse),
       "+ decode_jpeg, one example a map call": mapped(lambda record: reader.decoded(reader.parse(record))),
       "  or + tf.reverse of each image, in the map (the tf.data service's flip)": mapped(mirrored_alone),
-      "+ shuffle, then parse and decode a batch a map call, a call per core": lambda: decoded_batches().prefetch(
+      "  or + batch, then parse and decode a batch a map call, a call per core": lambda: decoded_batches().prefetch(
           AUTOTUNE),
       "+ flip of each batch (OpenCV, in place; half the images mirrored)": lambda: pipeline._flipped_batches(
           decoded_batches(), None, deterministic=False).prefetch(AUTOTUNE),
