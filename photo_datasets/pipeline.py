@@ -137,8 +137,9 @@ def training_dataset(
     flip: mirror each image left to right with probability 1/2. False leaves
       the images unmirrored, for a model that mirrors them on the accelerator
       (`keras.layers.RandomFlip("horizontal")` after `rescaling_layer()`, as
-      `photo_datasets.models` does): on the CPU the flip costs about 3 % of
-      an uncached image and a fifth of a cached one (docs/reading.md).
+      `photo_datasets.models` does): on the CPU the flip costs a few percent
+      of an uncached image and a fifth to a third of a cached one
+      (docs/reading.md).
 
   Returns:
     A `tf.data.Dataset` of `(uint8 images (B, S, S, 3), int64 labels (B,))`,
@@ -171,7 +172,7 @@ def training_dataset(
     ds = ds.batch(batch, drop_remainder=True)
     if decoded is None:
       # Decoded a batch at a time, a batch per usable core at once (AUTOTUNE ran fewer here and left a core
-      # idle): on `224`, 1.06 times the decode limit's images per CPU-second against 0.91 decoded one by one
+      # idle): on `224`, 1.09 times the decode limit's images per CPU-second against 0.91 decoded one by one
       # (docs/reading.md). `full`'s crops draw their seeds a batch at a time too.
       if seed is None or reader.stored_size is not None:
         ds = ds.map(lambda records: reader.augmented_batch(records, None), num_parallel_calls=_usable_cores(),
@@ -339,7 +340,7 @@ def _mirror(images: tf.Tensor, labels: tf.Tensor, mirrored: tf.Tensor) -> tuple[
 
 
 def _mirror_in_place(images: np.ndarray, mirrored: np.ndarray) -> np.ndarray:
-  # OpenCV's flip, in the batch's own buffer, which nothing else holds: about 3 us an image against
+  # OpenCV's flip, in the batch's own buffer, which nothing else holds: about 6 us an image against
   # tf.reverse's 80 to 180 us, which moves uint8 pixels one byte at a time (docs/reading.md).
   if not images.flags.writeable:
     images = images.copy()
