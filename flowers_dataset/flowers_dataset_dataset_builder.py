@@ -60,13 +60,15 @@ def flickr_id(file_name: str) -> int | None:
 class Builder(builder.PhotoBuilder[epath.Path]):
   """The 3,670 TensorFlow flower photos in 5 classes."""
 
-  VERSION = tfds.core.Version("1.2.0")
+  VERSION = tfds.core.Version("1.3.0")
   RELEASE_NOTES = {
       "1.0.0": "Initial release.",
       "1.1.0": "Splits may change: photos of one class close in their Flickr id (upload order) that show "
                "one scene now share one split (docs/splits.md); `metadata['series']` lists them.",
       "1.2.0": "Splits may change: series are found by colour and, where colour cannot decide, by keypoints "
                "that fit one geometry (docs/splits.md).",
+      "1.3.0": "Splits may change: the keypoints of a photo much wider than high (or higher than wide) are "
+               "found on at least 128 px of its shorter side, so its close-ups join it (docs/splits.md).",
   }
   DOWNLOADS_ITS_SOURCE = True
   MANUAL_DOWNLOAD_INSTRUCTIONS = f"""

@@ -27,7 +27,7 @@ _LICENSE = (
 class Builder(builder.PhotoBuilder[download.Download]):
   """150 Korean dishes in 27 groups, 150,513 web photos, with crop boxes."""
 
-  VERSION = tfds.core.Version("1.2.0")
+  VERSION = tfds.core.Version("1.3.0")
   RELEASE_NOTES = {
       "1.0.0": "Initial release.",
       "1.1.0": "Splits change: a blog's several shots of one dish (photos close in their `Img_XXX_YYYY` "
@@ -36,6 +36,9 @@ class Builder(builder.PhotoBuilder[download.Download]):
       "1.2.0": "Splits change: series are found by colour and, where colour cannot decide, by keypoints "
                "that fit one geometry, so a close-up joins its whole plate and another cook's plate of "
                "the same colours stays apart (docs/splits.md).",
+      "1.3.0": "Splits may change: the keypoints of a photo much wider than high (a collage of shots side by "
+               "side) or higher than wide are found on at least 128 px of its shorter side, so its close-ups "
+               "join it (docs/splits.md).",
   }
   READER = corpus.Reader
   REPORT_NOTE = (

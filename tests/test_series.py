@@ -127,14 +127,15 @@ def close_ups(kfood):
 @pytest.mark.real_photos
 def test_a_close_up_joins_its_whole_photo(kfood, close_ups):
   """Each photo's centre (30 % and 50 % of it, enlarged back) beside the photo: new colours (overlaps
-  down to 0.44) but the same objects at another scale, so the keypoints join them. The misses are the
-  collages of two small shots that the crop cuts through (Img_121_0004 and 0006) and a grilled fish
-  (Img_001_0001) whose pieces ORB finds too few of at 224 px."""
+  down to 0.44) but the same objects at another scale, so the keypoints join them. The collages of two
+  small shots side by side (Img_121_0004 and 0006, 3:1) join only because their keypoints are found on
+  128 px of their shorter side, not 75; the one miss is a grilled fish (Img_001_0001, at 30 %) whose
+  pieces ORB finds too few of at 224 px."""
   names, features, _ = kfood
   for area, made in close_ups.items():
     joined = [n for n, whole, close in zip(names, features, made, strict=True)
               if series.links(["a/1", "a/2"], [whole, close], lambda n: int(n[-1]), class_folder) == [(0, 1)]]
-    assert len(joined) >= (44 if area < 0.5 else 46), sorted(set(names) - set(joined))
+    assert len(joined) >= (46 if area < 0.5 else 47), sorted(set(names) - set(joined))
     # Colour alone would not join most of them.
     assert sum(series.overlap(w, c) < series.SURE for w, c in zip(features, made, strict=True)) > 30
 
