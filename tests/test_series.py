@@ -290,3 +290,25 @@ def test_the_series_features_read_the_grey_plane_the_hashes_converted():
   assert near_duplicates.grey(pixels) is grey and np.array_equal(np.asarray(grey), np.asarray(pixels.convert("L")))
   assert series.describe(pixels) == series.describe(pixels.copy())
   assert near_duplicates.grey(pixels.copy()) is not grey
+
+
+@pytest.mark.real_photos
+def test_a_strip_keeps_its_keypoints_where_they_are(kfood):
+  """A banner cut from a real photo (its full width, 60 px high, repeated side by side to 12:1) is searched
+  on 128 px of its height, at most 896 px wide: every keypoint lies inside that photo (x and y in 1/8 px
+  fit their uint16)."""
+  names, _, paths = kfood
+  with Image.open(paths[names[0]]) as opened:
+    photo = opened.convert("RGB")
+  band = photo.crop((0, photo.height // 2 - 30, photo.width, photo.height // 2 + 30))
+  strip = Image.new("RGB", (band.width * 3, 60))
+  for index in range(3):
+    strip.paste(band, (index * band.width, 0))
+  strip = strip.resize((720, 60))
+  features = series.describe(strip)
+  keypoints = np.frombuffer(features[series.HISTOGRAM_BYTES:], dtype=series._KEYPOINT)
+  assert len(keypoints) > 0
+  assert keypoints["x"].max() / 8 < 720 and keypoints["y"].max() / 8 < 60  # Not shrunk, and no upscaling.
+  wide = strip.resize((7200, 600))
+  kept = np.frombuffer(series.describe(wide)[series.HISTOGRAM_BYTES:], dtype=series._KEYPOINT)
+  assert kept["x"].max() / 8 < 896 and kept["y"].max() / 8 < 75  # 896 x 75 at most, whatever its height.

@@ -67,7 +67,8 @@ MAX_SERIES = 20
 
 _KEYPOINT_SIDE = 224  # The longer side of the grey photo the keypoints are found on,
 _KEYPOINT_SHORT_SIDE = 128  # but its shorter side at least this: on a strip 75 px high (a collage of shots side
-# by side at 224 px) ORB's pyramid and 15 px borders leave nothing to match a close-up with.
+# by side at 224 px) ORB's pyramid and 15 px borders leave nothing to match a close-up with;
+_KEYPOINT_LONGEST = 896  # and its longer side at most this (a banner's cost, and x, y in 1/8 px fit uint16).
 _KEYPOINTS = 250  # The strongest (ORB shares them out among its scales, and may keep a few more).
 _LEVELS = 4  # Of its scale pyramid,
 _SCALE_STEP = 1.4  # this far apart.
@@ -136,10 +137,12 @@ def describe(image: Image.Image) -> bytes:
   """The photo's series features, from the scan's decode: its `colour_histogram`
   (`HISTOGRAM_BYTES`), then about `_KEYPOINTS` ORB keypoints of the grey photo
   shrunk to `_KEYPOINT_SIDE` on its longer side, or `_KEYPOINT_SHORT_SIDE` on
-  its shorter side where that is larger (`KEYPOINT_BYTES` each)."""
+  its shorter side where that is larger, never past `_KEYPOINT_LONGEST`
+  (`KEYPOINT_BYTES` each)."""
   grey = np.asarray(near_duplicates.grey(image))  # The scan's hashes converted these pixels already.
   height, width = grey.shape
-  scale = min(1.0, max(_KEYPOINT_SIDE / max(width, height), _KEYPOINT_SHORT_SIDE / min(width, height)))
+  longer, shorter = max(width, height), min(width, height)
+  scale = min(1.0, max(_KEYPOINT_SIDE / longer, _KEYPOINT_SHORT_SIDE / shorter), _KEYPOINT_LONGEST / longer)
   if scale < 1:  # Bilinear, as ORB's own pyramid: a third of the cost of an area average.
     grey = cv2.resize(grey, (max(1, round(width * scale)), max(1, round(height * scale))),
                       interpolation=cv2.INTER_LINEAR)
