@@ -159,8 +159,6 @@ def training_dataset(
         f"sized config with cache= (e.g. '{reader.builder.name}/{image_size or 224}'), or without cache.")
   decoded = reader.cached(cache, reader.decoded) if cache is not None else None
   _check_batch_fits(reader, batch)
-  augment: Callable[[dict[str, Any], tf.Tensor | None], tuple[tf.Tensor, tf.Tensor]]
-  augment = reader.cropped if reader.stored_size is None else lambda example, _: reader.decoded(example)
 
   def batches(seed: int | tf.Tensor | None) -> tf.data.Dataset:
     ds = reader.records(shuffle_files=True, seed=seed) if decoded is None else decoded
@@ -188,6 +186,8 @@ def training_dataset(
   def served_batches(ds: tf.data.Dataset, seed: int | tf.Tensor | None, deterministic: bool) -> tf.data.Dataset:
     """On a tf.data service's workers, which run no Python: each example decoded, and mirrored by
     `tf.reverse`, in a map of its own; each worker keeps its remainder and the trainer regroups the batches."""
+    augment: Callable[[dict[str, Any], tf.Tensor | None], tuple[tf.Tensor, tf.Tensor]]
+    augment = reader.cropped if reader.stored_size is None else lambda example, _: reader.decoded(example)
 
     def augmented(record: tf.Tensor, seeds: tf.Tensor | None) -> tuple[tf.Tensor, tf.Tensor]:
       image, label = augment(reader.parse(record), seeds)
