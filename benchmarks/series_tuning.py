@@ -10,9 +10,10 @@ pairs of one ground-truth series joined (true), the pairs joined that are not
 (false) and the pairs of one series left apart (missed); the ground truth is
 `tests/test_series.py`'s, written down by looking at every photo. Beside
 them, the hard cases the rule never saw (`tests/test_series.py`'s): each photo
-beside a close-up of it (its centre, 30 % and 50 % of its area, enlarged
-back), which must join, and in each class the three pairs of different photos
-whose colours overlap most, which must not. Then the overlap and inliers of
+beside a close-up of it (its centre, 30 % and 50 % of its area, and 30 %
+around four points off its centre, enlarged back), which must join, and in
+each class the three pairs of different photos whose colours overlap most,
+which must not. Then the overlap and inliers of
 each kind of copy (crops, re-encode, flip, a small rotation) with its
 original, the closest pairs of different scenes, and the CPU time of the
 features per photo, side by side with the scan's other per-photo work. With
@@ -58,10 +59,13 @@ SURES = (0.74, 0.78, 0.80)
 CLOSE = ((0.65, 4), (0.65, 5), (0.70, 4), (0.70, 5), (0.70, 6), (0.72, 5), (None, None))  # None: no such tier.
 BANDS = ((0.40, 6), (0.40, 8), (0.40, 10), (0.45, 8), (0.50, 8))
 WINDOWS = (2, 4, 8)
-# ORB settings (side, keypoints, scales, scale step, FAST threshold): the chosen one first, then cheaper ones.
-SETTINGS = ((224, 250, 4, 1.4, 20), (224, 200, 4, 1.4, 20), (224, 150, 4, 1.4, 20), (192, 250, 4, 1.4, 20),
-            (192, 150, 4, 1.4, 20), (224, 250, 3, 1.4, 20), (224, 250, 4, 1.4, 25))
+# ORB settings (side, keypoints, scales, scale step, FAST threshold): the chosen one first, then the one
+# before it (224 px, 4 scales), and cheaper or larger ones.
+SETTINGS = ((288, 250, 3, 1.4, 25), (224, 250, 4, 1.4, 20), (288, 250, 3, 1.4, 30), (288, 200, 3, 1.4, 35),
+            (256, 250, 3, 1.4, 25), (288, 250, 4, 1.4, 25))
 ZOOMS = (0.3, 0.5)  # Close-ups: the centre of the photo with this share of its area, enlarged back (`close_up`).
+# And 30 % of it around these points, a third of the way in from two edges: a step closer to one side.
+OFF_CENTRE = ((0.35, 0.35), (0.65, 0.35), (0.35, 0.65), (0.65, 0.65))
 
 
 def _test_series() -> Any:
@@ -140,6 +144,9 @@ def hard_cases(kfood: Corpus, truth: list[set[str]]) -> dict[str, list[tuple[byt
 
   cases = {f"close-up {area:.0%}": [(f, made(tests.close_up(p.read_bytes(), area)))
                                     for f, p in zip(kfood.features, kfood.paths, strict=True)] for area in ZOOMS}
+  cases["close-up 30% off-centre"] = [(f, made(tests.close_up(p.read_bytes(), 0.3, centre)))
+                                      for f, p in zip(kfood.features, kfood.paths, strict=True)
+                                      for centre in OFF_CENTRE]
   cases["look-alikes"] = [(kfood.features[i], kfood.features[j])
                           for i, j in tests.look_alikes(kfood.names, kfood.features, truth)]
   return cases

@@ -27,7 +27,7 @@ _LICENSE = (
 class Builder(builder.PhotoBuilder[download.Download]):
   """150 Korean dishes in 27 groups, 150,513 web photos, with crop boxes."""
 
-  VERSION = tfds.core.Version("1.3.0")
+  VERSION = tfds.core.Version("1.4.0")
   RELEASE_NOTES = {
       "1.0.0": "Initial release.",
       "1.1.0": "Splits change: a blog's several shots of one dish (photos close in their `Img_XXX_YYYY` "
@@ -39,6 +39,9 @@ class Builder(builder.PhotoBuilder[download.Download]):
       "1.3.0": "Splits may change: the keypoints of a photo much wider than high (a collage of shots side by "
                "side) or higher than wide are found on at least 128 px of its shorter side, so its close-ups "
                "join it (docs/splits.md).",
+      "1.4.0": "Splits may change: keypoints are found on 288 px of a photo's longer side, not 224, and a "
+               "zoom's inliers are judged by their spread in both shots, so a close-up of a plain dish, or of "
+               "one side of the plate, joins its whole photo (docs/splits.md).",
   }
   READER = corpus.Reader
   REPORT_NOTE = (

@@ -20,7 +20,7 @@ from photo_datasets.photos import images, near_duplicates
 from photo_datasets.photos.records import Photo, Span
 
 # Bump when the scan learns something new or checks differently.
-_SCAN_FORMAT = 11
+_SCAN_FORMAT = 12
 
 
 def source_fingerprint(root: str) -> str:

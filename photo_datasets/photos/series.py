@@ -65,14 +65,15 @@ WINDOW = 4  # Each photo is compared with the next WINDOW photos of its class.
 # blog post's shots of a dish, not a chain of look-alikes drifting through a class.
 MAX_SERIES = 20
 
-_KEYPOINT_SIDE = 224  # The longer side of the grey photo the keypoints are found on,
-_KEYPOINT_SHORT_SIDE = 128  # but its shorter side at least this: on a strip 75 px high (a collage of shots side
-# by side at 224 px) ORB's pyramid and 15 px borders leave nothing to match a close-up with;
+_KEYPOINT_SIDE = 288  # The longer side of the grey photo the keypoints are found on (at 224 a fish fillet on a
+# speckled pan, as a close-up beside its whole photo, gave no piece of the fillet two matching keypoints),
+_KEYPOINT_SHORT_SIDE = 128  # but its shorter side at least this: on a strip 96 px high (a collage of shots side
+# by side) ORB's pyramid and 15 px borders leave nothing to match a close-up with;
 _KEYPOINT_LONGEST = 896  # and its longer side at most this (a banner's cost, and x, y in 1/8 px fit uint16).
 _KEYPOINTS = 250  # The strongest (ORB shares them out among its scales, and may keep a few more).
-_LEVELS = 4  # Of its scale pyramid,
+_LEVELS = 3  # Of its scale pyramid (1 to 1.96: a close-up of 30 % of a photo is 1.83 times larger),
 _SCALE_STEP = 1.4  # this far apart.
-_CORNER_CONTRAST = 20  # FAST's threshold, of 255: a higher one finds fewer corners, sooner.
+_CORNER_CONTRAST = 25  # FAST's threshold, of 255: a higher one finds fewer corners, sooner.
 # One keypoint: x and y in 1/8 px (uint16) and its 256-bit ORB descriptor.
 _KEYPOINT = np.dtype([("x", "<u2"), ("y", "<u2"), ("descriptor", "u1", 32)])
 KEYPOINT_BYTES = _KEYPOINT.itemsize
@@ -80,7 +81,9 @@ KEYPOINTS_BYTES = _KEYPOINTS * KEYPOINT_BYTES  # About what a photo's keypoints 
 _RATIO = 0.8  # Lowe's ratio test: the best match clearly better than the second.
 _INLIER_PX = 3.0  # RANSAC's reprojection threshold, in pixels of the keypoint photo.
 # A fit must keep the scale of a zoom, not squash the photo to a point, and its
-# inliers must spread over the photo, not sit on one repeated texture.
+# inliers must spread over the photos, not sit on one repeated texture: the
+# geometric mean of their spreads in the two (a zoom shrinks the spread in the
+# wider shot by its scale; the smaller spread alone held that against close-ups).
 _SCALES = (0.25, 4.0)
 _SPREAD_PX = 8.0
 
@@ -283,7 +286,7 @@ def _fit(a: _Keypoints, b: _Keypoints, least: int) -> int:
     return 0
   kept = mask.ravel().astype(bool)
   scale = float(np.hypot(fit[0, 0], fit[1, 0]))
-  spread = min(points_a[kept].std(axis=0).min(), points_b[kept].std(axis=0).min())
+  spread = float(points_a[kept].std(axis=0).min() * points_b[kept].std(axis=0).min()) ** 0.5
   return int(kept.sum()) if _SCALES[0] <= scale <= _SCALES[1] and spread >= _SPREAD_PX else 0
 
 
