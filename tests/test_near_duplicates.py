@@ -92,6 +92,22 @@ def test_hash_is_mode_independent() -> None:
     assert groups([value, near_duplicates.photo_hashes(image.convert(mode))]) == [[0, 1]], mode
 
 
+def test_each_region_hash_is_the_dct_of_its_own_resampling() -> None:
+  """The regions' products are shared where their rows are: each region's hash
+  is still the pHash of the shrunk plane resampled to that region alone."""
+  dct, side, grid = near_duplicates._DCT, near_duplicates._SIDE, near_duplicates._GRID
+  for path in FLOWER_PHOTOS:
+    image = ImageOps.exif_transpose(Image.open(path))
+    plane = np.asarray(image.convert("L").resize((side, side), Image.Resampling.BILINEAR), dtype=np.float64)
+    expected = []
+    for left, top, right, bottom in near_duplicates.REGIONS:
+      rows = near_duplicates._bilinear_weights(side * top, side * (1 - bottom), side, grid)
+      columns = near_duplicates._bilinear_weights(side * left, side * (1 - right), side, grid)
+      coefficients = ((dct @ rows) @ plane @ (dct @ columns).T).ravel()
+      expected.append(np.packbits(coefficients > np.median(coefficients[1:])).tobytes())
+    assert near_duplicates.photo_hashes(image) == b"".join(expected), path.name
+
+
 def _photos(count: int, bases: int, flips: int, seed: int) -> list[bytes]:
   """Random hashes, a part of them near copies of `bases` photos (up to
   `flips` bits off per region), so that many pairs sit near the thresholds."""

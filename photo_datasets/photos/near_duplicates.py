@@ -112,10 +112,15 @@ def _bilinear_weights(start: float, stop: float, size: int, out: int) -> npt.NDA
 _SIDE = 2 * _GRID  # The shrunk image the regions are resampled from.
 # Per region: the DCT rows times the resampling of its rows (top, bottom), and
 # of its columns (left, right), so a region's coefficients are two small products.
-_ROWS = np.stack([_DCT @ _bilinear_weights(_SIDE * top, _SIDE * (1 - bottom), _SIDE, _GRID)
-                  for _, top, _, bottom in REGIONS])
-_COLUMNS = np.stack([_DCT @ _bilinear_weights(_SIDE * left, _SIDE * (1 - right), _SIDE, _GRID)
-                     for left, _, right, _ in REGIONS])
+# The regions share 4 row ranges: each is transformed once (`_ROW_RANGES`), then
+# picked for its regions (`_RANGE_OF`). One product per range, not one for all:
+# OpenBLAS runs larger products on every core, against the scan's other workers.
+_ROW_SPANS = sorted({(top, bottom) for _, top, _, bottom in REGIONS})
+_ROW_RANGES = np.stack([_DCT @ _bilinear_weights(_SIDE * top, _SIDE * (1 - bottom), _SIDE, _GRID)
+                        for top, bottom in _ROW_SPANS])
+_RANGE_OF = np.array([_ROW_SPANS.index((top, bottom)) for _, top, _, bottom in REGIONS])
+_COLUMNS_T = np.stack([(_DCT @ _bilinear_weights(_SIDE * left, _SIDE * (1 - right), _SIDE, _GRID)).T
+                       for left, _, right, _ in REGIONS])
 
 
 def photo_hashes(image: Image.Image) -> bytes:
@@ -123,7 +128,7 @@ def photo_hashes(image: Image.Image) -> bytes:
   # Shrunk once; each region is then resampled to the 64×64 grid and
   # transformed in one product (the DCT of PIL's bilinear resize of the region).
   grey_plane = np.asarray(grey(image).resize((_SIDE, _SIDE), Image.Resampling.BILINEAR), dtype=np.float64)
-  coefficients = (_ROWS @ grey_plane @ _COLUMNS.transpose(0, 2, 1)).reshape(len(REGIONS), -1)
+  coefficients = ((_ROW_RANGES @ grey_plane)[_RANGE_OF] @ _COLUMNS_T).reshape(len(REGIONS), -1)
   # The DC term (brightness) is left out of the median, as in pHash.
   bits = coefficients > np.median(coefficients[:, 1:], axis=1, keepdims=True)
   return np.packbits(bits, axis=1).tobytes()
