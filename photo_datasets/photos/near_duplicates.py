@@ -126,7 +126,7 @@ _COLUMNS_T = np.stack([(_DCT @ _bilinear_weights(_SIDE * left, _SIDE * (1 - righ
 def photo_hashes(image: Image.Image) -> bytes:
   """The hashes of the upright image's `REGIONS`, `HASH_BYTES` each, concatenated."""
   # Shrunk once; each region is then resampled to the 64×64 grid and
-  # transformed in one product (the DCT of PIL's bilinear resize of the region).
+  # transformed by two small products (the DCT of PIL's bilinear resize of the region).
   grey_plane = np.asarray(grey(image).resize((_SIDE, _SIDE), Image.Resampling.BILINEAR), dtype=np.float64)
   coefficients = ((_ROW_RANGES @ grey_plane)[_RANGE_OF] @ _COLUMNS_T).reshape(len(REGIONS), -1)
   # The DC term (brightness) is left out of the median, as in pHash.
