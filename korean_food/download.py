@@ -38,8 +38,6 @@ from photo_datasets.archives import tars, zips
 PIECE = re.compile(r"^(?P<base>.+\.zip)\.part(?P<offset>\d+)$", re.IGNORECASE)
 
 
-
-
 @dataclasses.dataclass(frozen=True)
 class Archive:
   """A zip of the download read through its pieces, wherever they lie.
@@ -81,20 +79,8 @@ def locate(root: str | os.PathLike[str]) -> Download:
   return Download(os.fspath(root), tuple(find(root)))
 
 
-
-
-
-
-
-
-
-
 # ---------------------------------------------------------------------------
 # Pieces, on disk or in a tar.
-
-
-
-
 
 
 def _archive(location: str, base: str, pieces: list[incomplete.Piece], covers: tuple[str, ...]) -> Archive:
@@ -102,14 +88,6 @@ def _archive(location: str, base: str, pieces: list[incomplete.Piece], covers: t
   archive = Archive(location, tuple(p.extent for p in pieces), covers)
   incomplete.check_whole(archive.extents, base, f"{len(pieces)} pieces in {os.path.dirname(location)}")
   return archive
-
-
-
-
-
-
-
-
 
 
 def _in_offset_order(groups: dict[str, list[incomplete.Piece]]) -> dict[str, list[incomplete.Piece]]:
@@ -142,8 +120,6 @@ def _tar_pieces(path: str) -> tuple[dict[str, list[incomplete.Piece]], tars.Cut 
       extent = tars.extent(path, member, cut.tar_size if cut else member.offset_data + member.size)
       groups.setdefault(key, []).append(incomplete.Piece(f"{path}/{member.name}", int(match["offset"]), extent))
   return _in_offset_order(groups), cut
-
-
 
 
 def is_tar(name: str) -> bool:
@@ -190,20 +166,6 @@ def find(root: str | os.PathLike[str]) -> list[Archive]:
 
 # ---------------------------------------------------------------------------
 # A zip joined in name order, or cut.
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 @functools.lru_cache(maxsize=256)

@@ -429,8 +429,6 @@ def test_manual_dir_with_nothing_usable_gives_clear_error(tmp_path):
   assert "not a readable zip" in message and "aihubshell" in message
 
 
-
-
 def test_a_damaged_zip_member_is_skipped_and_reported_and_the_rest_built(tmp_path):
   members = testing.photos_in_splits(
       {"구이/갈비구이/Img_000_0001.jpg": "train", "구이/갈치구이/Img_001_0001.jpg": "validation",

@@ -49,8 +49,6 @@ def photos_in_splits(plan: Mapping[str, str], draw: Callable[[str, int], bytes],
   return files
 
 
-
-
 def build(name: str, data_dir: PathLike, manual_dir: PathLike | None = None, *,
           workers: int | None = None, download_dir: PathLike | None = None,
           beam_options: Any = None) -> tfds.core.DatasetBuilder:

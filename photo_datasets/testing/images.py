@@ -113,7 +113,6 @@ def broken_files(seed: int) -> dict[str, bytes]:
   }
 
 
-
 # The image formats the corpus holds, as PIL writes them (as the web does): name -> (PIL format, options).
 CORPUS_FORMATS: dict[str, tuple[str, dict[str, Any]]] = {
     "jpeg": ("JPEG", {"quality": 90}),

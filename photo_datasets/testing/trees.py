@@ -30,9 +30,6 @@ def properties(lines: Iterable[str], newline: str = "\r\n", bom: bool = False) -
   return ("\ufeff" if bom else "").encode() + "".join(line + newline for line in lines).encode("utf-8")
 
 
-
-
-
 class _RawNameInfo(zipfile.ZipInfo):
   """A member whose name bytes are written exactly as given, without the UTF-8
   flag. (`zipfile` writes any non-ASCII name as flagged UTF-8; on reading,
