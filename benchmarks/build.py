@@ -44,7 +44,8 @@ each form's ratio to kfood.zip. On a shared machine quote the CPU-second ratio.
 `--series` measures instead the cost of the series rule: the scan's per-photo
 work (`scan._Inspect`) without the series features, with the colour histogram
 alone and with the whole features, in CPU time per photo, alternating passes
-over the same photos (medians); then `series.groups`
+over the same photos (medians) with the naive loop's work on them, so the
+keypoints' cost prints as a share of this machine's naive loop too; then `series.groups`
 over `--series_photos` (150,513) photos in 150 classes, each with the features
 of one of those photos drawn at random, held as a scan holds them
 (`series.FeatureFile`: the bytes the main process keeps for them, traced by
@@ -95,23 +96,25 @@ def _build_work(data: bytes) -> int:
   return len(images.encode_image(data, check, size=224))
 
 
+def _naive(data: bytes) -> None:
+  """The naive loop's work on one photo: open, RGB, resize to 224, encode."""
+  with Image.open(io.BytesIO(data)) as image:
+    small = image.convert("RGB").resize((224, 224), Image.BICUBIC)
+  small.save(io.BytesIO(), "JPEG", quality=92)
+
+
 def steps(count: int) -> None:
   """Where one photo's time goes, step by step, on one core (photos in memory)."""
   from photo_datasets.photos import images, near_duplicates, splits
   name, photos = benchmark_corpus.photos(count)
   scanned = [images.decode_and_inspect(data) for data in photos]
 
-  def naive(data: bytes) -> None:
-    with Image.open(io.BytesIO(data)) as image:
-      small = image.convert("RGB").resize((224, 224), Image.BICUBIC)
-    small.save(io.BytesIO(), "JPEG", quality=92)
-
   def full_decode(data: bytes) -> None:
     with Image.open(io.BytesIO(data)) as image:
       image.load()
 
   timed = {
-      "naive loop: open, RGB, resize 224, encode": (naive, photos),
+      "naive loop: open, RGB, resize 224, encode": (_naive, photos),
       "  of which the full decode": (full_decode, photos),
       "scan: one decode (224 px kept), check and hashes": (images.decode_and_inspect, photos),
       "  of which the near-copy hashes": (near_duplicates.photo_hashes, [pixels for _, pixels in scanned]),
@@ -198,15 +201,23 @@ def series_costs(count: int, total: int = 150_513) -> None:
   arms = {"without the series features": (False, series.describe), "with the colour histogram alone":
           (True, series.colour_histogram), "with the series features": (True, series.describe)}
   passes: dict[str, list[float]] = {arm: [] for arm in arms}
+  naive_passes = []  # The machine's own yardstick, in the same passes: figures from other days compare as shares.
   for _ in range(5):
     for arm, (with_series, describe) in arms.items():
       with mock.patch.object(series, "describe", describe):
         passes[arm].append(cpu_ms(scan._Inspect(None, series=with_series)))
+    start = time.process_time()
+    for data in photos:
+      _naive(data)
+    naive_passes.append((time.process_time() - start) / len(photos) * 1e3)
   medians = {arm: statistics.median(runs) for arm, runs in passes.items()}
-  without = medians["without the series features"]
+  without, naive = medians["without the series features"], statistics.median(naive_passes)
+  keypoints = medians["with the series features"] - medians["with the colour histogram alone"]
   print(f"scan of one photo, CPU time ({len(photos)} {name} photos of "
         f"{sum(map(len, photos)) / len(photos) / 1e3:.0f} KB, median of 5 alternating passes): "
-        + ", ".join(f"{ms:.2f} ms {arm} (+{ms - without:.2f} ms)" for arm, ms in medians.items()))
+        + ", ".join(f"{ms:.2f} ms {arm} (+{ms - without:.2f} ms)" for arm, ms in medians.items())
+        + f"; the naive loop {naive:.2f} ms: the keypoints (the whole features over the colour histogram) "
+        f"{keypoints:.2f} ms, {keypoints / naive:.0%} of it")
   features = [series.describe(scan.images.decode_and_inspect(data)[1]) for data in photos]
   names = [f"g/class{i % 150}/Img_{i % 150:03d}_{i // 150:05d}.jpg" for i in range(total)]
   every = [features[i] for i in np.random.default_rng(0).integers(len(features), size=total)]
