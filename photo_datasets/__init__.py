@@ -15,12 +15,14 @@ imports only those below it (`pyproject.toml`'s import-linter contracts):
              its hooks), the size `configs`, the `scan` on every core
              (`parallel`), its saved copy (`scan_cache`) and the images it
              converted (`converted`), `generation` and `beam_generation`,
+             records the same bytes in every process (`reproducible`),
              `disk` checks and the build lock, `sharding`, and what the
              package changes in TFDS's `tfds` command only (`cli`).
   catalog/   what a build writes for people and catalogs: what it reports
              (`build_report`), the report page (`report_page` gathers,
              `page_data` holds, `page_html` renders), the statistics in
-             `info.metadata` (`build_stats`), `croissant.json`.
+             `info.metadata` (`build_stats`), the config's `fingerprint`,
+             `croissant.json`.
   reading/   what the read side shares: opening a built config (`built`), the
              checks of its callers' numbers (`arguments`), the policy of
              `cache=` (`cache`), the uint8-to-float layer (`layers`).
@@ -41,10 +43,11 @@ On top, the modules users call:
                   (`python -m photo_datasets.data_service dispatcher|worker`).
   random_access   an ArrayRecord copy, `tfds.data_source`, PyTorch and Grain.
   models          the example Keras models the tools train.
-  train, show, report, doctor, demo
+  train, show, report, verify, doctor, demo
                   command-line tools: train an example model, draw a grid,
-                  write a config's report page again, say whether the input
-                  or the model limits training, README command 1.
+                  write a config's report page again, check a copy against
+                  its fingerprint, say whether the input or the model limits
+                  training, README command 1.
 
 The shared package names no dataset: a dataset supplies its names, wording
 and class descriptions through `PhotoBuilder`'s hooks.

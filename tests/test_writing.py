@@ -22,7 +22,7 @@ from tensorflow_datasets.core.utils import shard_utils
 
 import flowers_dataset
 import korean_food
-from photo_datasets.building import builder, sharding
+from photo_datasets.building import builder, reproducible, sharding
 
 SOURCES = {
     "flowers_dataset": pathlib.Path(flowers_dataset.__file__).parent / "sample",
@@ -150,3 +150,10 @@ def test_the_private_hooks_are_shaped_as_read():
   assert "hash_salt=split_name" in build_source and "encode_example(example)" in build_source
   assert "sorted(self._mem_buffer)" in inspect.getsource(shuffle.Shuffler._iter_mem)
   assert "get_shard_boundaries(num_examples, num_shards)" in inspect.getsource(tfds_writer._get_shard_specs)
+  # TFDS's writers look their serializer up by name when a split is written (`reproducible.use_in_tfds`).
+  for build_split in (split_builder.SplitBuilder._build_from_generator,
+                      split_builder.SplitBuilder._build_from_pcollection):
+    assert "example_serializer.ExampleSerializer(" in inspect.getsource(build_split)
+  tfds_serializer = reproducible.DeterministicExampleSerializer.__bases__[0]  # Whatever the name holds now.
+  assert "SerializeToString()" in inspect.getsource(tfds_serializer.serialize_example)
+  assert params(tfds_serializer.get_tf_example) == ["self", "example"]

@@ -55,12 +55,13 @@ from photo_datasets.building import (
   disk,
   generation,
   parallel,
+  reproducible,
   scan,
   scan_cache,
   sharding,
   writing,
 )
-from photo_datasets.catalog import build_stats, croissant
+from photo_datasets.catalog import build_stats, croissant, fingerprint
 from photo_datasets.catalog.build_report import BuildReport, Skipped
 from photo_datasets.photos import images, records, series, splits
 
@@ -204,7 +205,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
           raise
       if not (self.data_path / croissant.FILE_NAME).exists():
         try:
-          path = croissant.write(self.info, self.data_path, self._build.record_sha256)
+          path = croissant.write(self.info, self.data_path)
         except OSError as e:  # A read-only copy of a dataset still loads.
           logging.warning("Could not write the Croissant description in %s: %s", self.data_path, e)
         else:
@@ -239,7 +240,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     except Exception as e:  # The page is for a person to read: it never fails a build.
       logging.warning("Could not write the build report page in %s: %s: %s", folder, type(e).__name__, e)
       page = ""
-    print(built.report.summary(self._full_name, built.sizes, page=page), flush=True)
+    print(built.report.summary(self._full_name, built.sizes, page=page,
+                               fingerprint=fingerprint.sha256_of(self.info.metadata)), flush=True)
 
   def _download_and_prepare(self, dl_manager: tfds.download.DownloadManager,
                             download_config: tfds.download.DownloadConfig) -> None:
@@ -256,6 +258,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     self.info.metadata.update(build_stats.metadata(built, self.info.features["label"].names))
     self.info.metadata["source"] = build.source_path
     self.info.metadata["manual_dir"] = build.manual_dir  # For the command that builds a sibling config (`built`).
+    # The record files are still in the build's temporary folder, `data_path` until TFDS moves them.
+    self.info.metadata[fingerprint.METADATA_KEY] = fingerprint.record(self.info, self.data_path,
+                                                                      build.record_sha256)
     sizes = {name: split.num_examples for name, split in self.info.splits.items()}
     # Printed by `download_and_prepare` once the page is written, with its path.
     self._built = _Built(build.report, sizes, {p.file_name: split for split, group in built.items() for p in group},
@@ -294,6 +299,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
                        download_config: tfds.download.DownloadConfig) -> Any:
     # Our count of record files per split (`sharding`), unless --num_shards says.
     download_config = sharding.with_policy(download_config)
+    reproducible.use_in_tfds()  # TFDS's writers too, where they write.
     if (self._build.beam or not self.WRITE_IN_WORKERS or download_config.max_examples_per_split is not None
         or download_config.nondeterministic_order or self.info.disable_shuffling):
       return super()._generate_splits(dl_manager, download_config)
@@ -471,7 +477,7 @@ class _Build:
   manual_dir: str | None = None  # Where the source was found; None when it was downloaded.
   converted: converted.ConvertedImages | None = None  # What the scan converted already.
   needed_bytes: int = 0  # The disk check's estimate, for the out-of-space message.
-  # File name -> SHA-256 of the record files the workers wrote, for `croissant.json`.
+  # File name -> SHA-256 of the record files the workers wrote, for the fingerprint.
   record_sha256: dict[str, str] = dataclasses.field(default_factory=dict)
 
 

@@ -35,6 +35,8 @@ Result = TypeVar("Result")
 
 # `tfds build` cannot pass arguments to a builder, so the count is also read from here.
 WORKERS_ENV = "PHOTO_DATASETS_WORKERS"
+# How the workers start: fork, spawn or forkserver (`_context`).
+START_METHOD_ENV = "PHOTO_DATASETS_START_METHOD"
 # Items go to the workers a few at a time: the pool's own cost, about 0.1 ms of
 # this process's time per task, is then paid once per chunk, not per photo.
 _CHUNK = 4
@@ -63,8 +65,15 @@ def check_workers(value: Any, name: str = "workers") -> int:
 
 
 def _context() -> multiprocessing.context.BaseContext:
-  # Fork starts workers in milliseconds and shares the loaded modules; the
-  # workers only run PIL and hashlib, never TensorFlow.
+  """`$PHOTO_DATASETS_START_METHOD` where set (a build's bytes do not depend
+  on it); else fork on Linux: it starts workers in milliseconds and shares the
+  loaded modules, and the workers only run PIL and hashlib, never TensorFlow."""
+  method = os.environ.get(START_METHOD_ENV, "").strip()
+  if method:
+    if method not in multiprocessing.get_all_start_methods():
+      raise ValueError(f"${START_METHOD_ENV} must be one of {', '.join(multiprocessing.get_all_start_methods())}"
+                       f", got {method!r}.")
+    return multiprocessing.get_context(method)
   if sys.platform.startswith("linux"):
     return multiprocessing.get_context("fork")
   return multiprocessing.get_context()

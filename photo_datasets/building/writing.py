@@ -6,10 +6,10 @@ whole build. Here the worker processes do it, in two passes over the split:
 
 1. Each worker converts its photos (`generation.convert_or_skip`), encodes and
    serialises each example with the config's features (TFDS's
-   `ExampleSerializer`) and appends the record to its own spill files, one per
-   range of the key's hash: the MD5 of the split's name and the example's key
-   (`hashing.Hasher`), TFDS's shuffle order. The main process keeps four
-   numbers per record.
+   `ExampleSerializer`, deterministically: `reproducible`) and appends the
+   record to its own spill files, one per range of the key's hash: the MD5
+   of the split's name and the example's key (`hashing.Hasher`), TFDS's
+   shuffle order. The main process keeps four numbers per record.
 2. The main process sorts those by hash, counts the shards as TFDS does
    (`ShardConfig.get_number_shards` on the records' total size: the package's
    `sharding` policy, or `--num_shards`), cuts them where TFDS cuts
@@ -40,12 +40,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
 
 import tensorflow_datasets as tfds
-from tensorflow_datasets.core import example_serializer, hashing, shuffle
+from tensorflow_datasets.core import hashing, shuffle
 from tensorflow_datasets.core import writer as tfds_writer
 from tensorflow_datasets.core.utils import shard_utils
 
-from photo_datasets.building import generation, parallel, worker_files
-from photo_datasets.catalog import croissant
+from photo_datasets.building import generation, parallel, reproducible, worker_files
+from photo_datasets.catalog import fingerprint
 from photo_datasets.catalog.build_report import Skipped
 from photo_datasets.photos.records import Photo
 
@@ -82,8 +82,8 @@ class _Serialize:
   folder: str
 
   @functools.cached_property
-  def _serializer(self) -> example_serializer.ExampleSerializer:
-    return example_serializer.ExampleSerializer(self.features.get_serialized_info())
+  def _serializer(self) -> reproducible.DeterministicExampleSerializer:
+    return reproducible.DeterministicExampleSerializer(self.features.get_serialized_info())
 
   @functools.cached_property
   def _hasher(self) -> hashing.Hasher:
@@ -145,7 +145,7 @@ class _WriteShard:
       if len(record_keys) != end - start:
         raise RuntimeError(f"{path}: {len(record_keys)} record keys for {end - start} records")
       tfds_writer._write_index_file(tfds_writer._get_index_path(path), record_keys)
-    return path, croissant.file_sha256(path)
+    return path, fingerprint.file_sha256(path)
 
 
 def _shard_crashed(shard: _Shard) -> tuple[str, str]:

@@ -59,9 +59,11 @@ class BuildReport:
     report.skipped_files = [Skipped(**s) for s in metadata.get("skipped_files", [])]
     return report
 
-  def summary(self, title: str, split_sizes: dict[str, int], page: str = "") -> str:
+  def summary(self, title: str, split_sizes: dict[str, int], page: str = "",
+              fingerprint: str | None = None) -> str:
     """A short human summary: examples per split, what was left out or noticed (counts, and the
-    first few cases), and the report page (`report_page`) that shows all of it."""
+    first few cases), the report page (`report_page`) that shows all of it, and the
+    config's fingerprint (`fingerprint`)."""
     sizes = ", ".join(f"{s} {n}" for s, n in split_sizes.items())
     left_out = f"; left out (no examples): {', '.join(self.empty_splits)}" if self.empty_splits else ""
     identical_across = [g for g in self.duplicates if len({class_folder(f) for f in g}) > 1]
@@ -88,4 +90,6 @@ class BuildReport:
       lines.append(f"    ... and {len(cases) - SUMMARY_CASES} more" + (" on the report page" if page else ""))
     if page:
       lines.append(f"  report: {page}")
+    if fingerprint:
+      lines.append(f"  fingerprint: {fingerprint}")
     return "\n".join(lines)

@@ -2,20 +2,16 @@
 
 TFDS 4.9.10 only reads Croissant (`CroissantBuilder`); this writes one for a
 built config, with mlcroissant's objects: name, description, licence and
-citation from `builder.info`, every record file with its SHA-256 (given by
-whoever wrote the file, or read here), the splits
+citation from `builder.info`, every record file with its SHA-256 (from the
+config's fingerprint, `fingerprint`, or read here), the splits
 with their sizes, the features as fields of an `examples` record set, and the
 class names of each `ClassLabel` as a record set the field references.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import hashlib
 import json
-import os
 import re
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -25,6 +21,8 @@ from etils import epath
 
 # Imported on first use, as TFDS does (0.4 s): reading a dataset needs no mlcroissant.
 from tensorflow_datasets.core.utils.lazy_imports_utils import mlcroissant as mlc
+
+from photo_datasets.catalog import fingerprint
 
 FILE_NAME = "croissant.json"
 
@@ -38,11 +36,9 @@ _SPLIT_URLS = {"train": "cr:TrainingSplit", "validation": "cr:ValidationSplit", 
 _RECORD_FILES = "record_files"
 
 
-def write(info: tfds.core.DatasetInfo, data_dir: epath.PathLike,
-          sha256: Mapping[str, str] | None = None) -> epath.Path:
-  """Writes `croissant.json` into `data_dir`, the built config's directory;
-  `sha256`: file name -> SHA-256 (hex) of the record files whose hash is known."""
-  described = metadata(info, data_dir, sha256)
+def write(info: tfds.core.DatasetInfo, data_dir: epath.PathLike) -> epath.Path:
+  """Writes `croissant.json` into `data_dir`, the built config's directory."""
+  described = metadata(info, data_dir)
   if described.ctx.issues.warnings:
     logging.warning("%s/%s: %s", info.name, info.config_name, described.ctx.issues.report())
   path = epath.Path(data_dir) / FILE_NAME
@@ -50,21 +46,22 @@ def write(info: tfds.core.DatasetInfo, data_dir: epath.PathLike,
   return path
 
 
-def metadata(info: tfds.core.DatasetInfo, data_dir: epath.PathLike,
-             sha256: Mapping[str, str] | None = None) -> mlc.Metadata:
-  """The Croissant metadata of the config built in `data_dir`; the record files
-  not in `sha256` (file name -> SHA-256) are hashed here.
+def metadata(info: tfds.core.DatasetInfo, data_dir: epath.PathLike) -> mlc.Metadata:
+  """The Croissant metadata of the config built in `data_dir`, with its
+  fingerprint where its metadata keeps one; record files without a kept
+  SHA-256 are hashed here.
 
   Raises mlcroissant's `ValidationError` on an error; warnings stay in
   `metadata(...).ctx.issues.warnings`."""
   splits = list(info.splits.values())
   suffix = splits[0].filename_template.filetype_suffix
   paths = [epath.Path(data_dir) / name for split in splits for name in split.filenames]
-  known = dict(sha256 or {})
-  # Hashed side by side: hashlib releases the GIL, and a `full` config is gigabytes.
-  with concurrent.futures.ThreadPoolExecutor(max(1, min(len(paths), os.cpu_count() or 1))) as pool:
-    files: list[mlc.FileObject | mlc.FileSet] = list(pool.map(
-        lambda path: _record_file(path, suffix, known.get(path.name)), paths))
+  kept = dict(info.metadata or {}).get(fingerprint.METADATA_KEY) or {}
+  known = dict(kept.get("files") or {})
+  missing = [path for path in paths if path.name not in known]
+  known.update(zip((path.name for path in missing), fingerprint.hash_files(missing), strict=True))
+  files: list[mlc.FileObject | mlc.FileSet] = [_record_file(path, suffix, known[path.name])
+                                               for path in paths]
   files.append(mlc.FileSet(
       id=_RECORD_FILES, name=_RECORD_FILES, encoding_formats=[_ENCODING_FORMATS.get(suffix, suffix)],
       includes=[f"{info.name}-*.{suffix}-*"],
@@ -73,7 +70,9 @@ def metadata(info: tfds.core.DatasetInfo, data_dir: epath.PathLike,
                 if isinstance(feature, tfds.features.ClassLabel)]
   return mlc.Metadata(
       name=f"{info.name}/{info.config_name}",
-      description=f"{info.description.strip()}\n\nConfig `{info.config_name}`: {info.config_description}",
+      description=(f"{info.description.strip()}\n\nConfig `{info.config_name}`: {info.config_description}"
+                   + (f"\n\nFingerprint (SHA-256, `python -m photo_datasets.verify`): {kept['sha256']}"
+                      if kept.get("sha256") else "")),
       version=str(info.version),
       url=info.homepage,
       cite_as=info.citation.strip(),
@@ -84,19 +83,10 @@ def metadata(info: tfds.core.DatasetInfo, data_dir: epath.PathLike,
   )
 
 
-def file_sha256(path: epath.PathLike) -> str:
-  """The SHA-256 (hex) of a file's bytes."""
-  sha256 = hashlib.sha256()
-  with epath.Path(path).open("rb") as file:
-    while chunk := file.read(1 << 20):
-      sha256.update(chunk)
-  return sha256.hexdigest()
-
-
-def _record_file(path: epath.Path, suffix: str, sha256: str | None) -> mlc.FileObject:
+def _record_file(path: epath.Path, suffix: str, sha256: str) -> mlc.FileObject:
   return mlc.FileObject(
       id=path.name, name=path.name, content_url=path.name, content_size=f"{path.stat().length} B",
-      encoding_formats=[_ENCODING_FORMATS.get(suffix, suffix)], sha256=sha256 or file_sha256(path))
+      encoding_formats=[_ENCODING_FORMATS.get(suffix, suffix)], sha256=sha256)
 
 
 def _splits(splits: list[Any]) -> mlc.RecordSet:

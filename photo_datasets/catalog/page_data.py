@@ -53,6 +53,7 @@ class PageData:
   note: str = ""  # A warning shown first (korean_food: the page is as private as the photos).
   counts_from_records: bool = False  # Class counts read back from the records (a config built earlier).
   data_dir: str = "DIR"  # Where it was built, for the command that writes the page again.
+  fingerprint: str | None = None  # `fingerprint`; None for a build made before fingerprints.
 
   @property
   def split_sizes(self) -> dict[str, int]:

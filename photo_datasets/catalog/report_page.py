@@ -43,6 +43,7 @@ from typing import Any
 
 from PIL import Image, ImageOps
 
+from photo_datasets.catalog import fingerprint
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.catalog.page_data import CSV_NAME, ClassRow, PageData, wanted_thumbnails
 from photo_datasets.catalog.page_html import render
@@ -199,7 +200,8 @@ def page_data(builder: Any, split_of: Mapping[str, str] | None = None) -> PageDa
       split_of=dict(split_of or {}), source=metadata.get("source"),
       source_images=metadata.get("source_images"), class_weights=metadata.get("class_weights"),
       channel_mean=metadata.get("channel_mean"), channel_std=metadata.get("channel_std"),
-      note=getattr(builder, "REPORT_NOTE", ""), data_dir=os.fspath(builder.data_dir_root))
+      note=getattr(builder, "REPORT_NOTE", ""), data_dir=os.fspath(builder.data_dir_root),
+      fingerprint=fingerprint.sha256_of(metadata))
 
 
 def _skipped_images(source: str | None, names: Iterable[str]) -> dict[str, bytes]:
