@@ -19,12 +19,12 @@ CONFIGS = ("224", "full")
 OUTPUTS = {"model.keras", "history.json", "history.png", "classes.json", "examples.png", "training_input.png"}
 
 
-def test_the_demo_builds_loads_trains_draws_and_prints_34_lines(tmp_path: pathlib.Path) -> None:
+def test_the_demo_builds_loads_trains_draws_and_prints_38_lines(tmp_path: pathlib.Path) -> None:
   done = subprocess.run([sys.executable, "-m", "photo_datasets.demo"], cwd=tmp_path, capture_output=True,
                         text=True, timeout=600, check=False, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
   assert done.returncode == 0, done.stderr[-3000:]
   lines = done.stdout.splitlines()
-  assert len(lines) == 34, done.stdout  # As the README says.
+  assert len(lines) == 38, done.stdout  # As the README says.
   data_dir, out_dir = tmp_path / "demo_data", tmp_path / "demo_out"  # The defaults, in the current folder.
   for name in ("flowers_dataset", "korean_food"):
     assert {p.name for p in (out_dir / name).iterdir()} == OUTPUTS
@@ -38,5 +38,6 @@ def test_the_demo_builds_loads_trains_draws_and_prints_34_lines(tmp_path: pathli
                          for split in ("train", "validation", "test"))
       assert f"  {name}/{config}: {counts}" in lines
       assert f"    report: {folder / 'report.html'}" in lines
+      assert f"    fingerprint: {builder.info.metadata['fingerprint']['sha256']}" in lines
     assert "  tfds.load batch: uint8 images (8, 224, 224, 3), int64 labels (8,)" in lines
     assert re.search(rf"trained 1 epoch: {name}/224: \d+ training images per epoch", done.stdout)
