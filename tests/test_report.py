@@ -48,6 +48,9 @@ def test_summary_of_a_clean_build_says_only_sizes_no_skips_and_the_page():
                                   page="/data/report.html")
   assert summary.splitlines() == ["flowers_dataset/full: train 81, validation 12, test 7", "  skipped files: 0",
                                   "  report: /data/report.html"]
+  with_fingerprint = BuildReport().summary("flowers_dataset/full", {"train": 81}, page="/data/report.html",
+                                           fingerprint="ab" * 32)
+  assert with_fingerprint.splitlines()[-2:] == ["  report: /data/report.html", f"  fingerprint: {'ab' * 32}"]
 
 
 def test_duplicates_within_one_class_are_counted_not_listed():
