@@ -46,7 +46,7 @@ setuptools.setup(
     entry_points={"photo_datasets.datasets": ["flowers_dataset = flowers_dataset", "korean_food = korean_food"]},
     extras_require={
         # README command 2: lint, type check, tests. Checkers pinned: their rules change between versions.
-        "test": ["pytest>=8,<10", "dill", "ruff==0.17.6", "mypy==2.4.1", "import-linter==2.17"],
+        "test": ["pytest>=8,<10", "dill", "ruff==0.17.6", "mypy==2.4.1", "import-linter==2.17", "hypothesis>=6.100"],
         # Keras 3 backends, CPU builds. PyTorch's CPU build is the "+cpu" wheel from PyTorch's index
         # (--extra-index-url https://download.pytorch.org/whl/cpu); plain `torch` pulls in CUDA.
         "jax": ["jax[cpu]>=0.4.30"],

@@ -10,6 +10,12 @@ temporary file first. The download's other forms (pieces named by offset,
 `download.Archive`s as one file; a worker reads a photo in its piece unless
 it straddles two.
 
+A damaged archive is skipped with the reason, never fatal: a zip that
+cannot be opened or holds no file, and a member whose directory entry is
+damaged (`zips.open_zip`: the zip's other members are kept). A member is read
+whole only up to `zips.MAX_MEMBER_SIZE`, and inflated no further than its
+declared size.
+
 Names are decoded as the corpus needs (`names`).
 """
 
@@ -26,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import IO
 
 from korean_food import download
-from korean_food.names import disk_name, member_name
+from korean_food.names import decode_name, disk_name, member_name
 from photo_datasets.archives import zips
 from photo_datasets.archives.pieces import PiecedFile, whole_file
 from photo_datasets.photos.records import Span
@@ -38,13 +44,50 @@ class CorpusFile:
 
   parts: tuple[str, ...]  # NFC folder names and file name, root first.
   location: tuple[str, ...]  # Disk path, then zip member names, outermost first.
-  bad_archive: bool = False  # A `.zip` that cannot be opened (a truncated download?).
+  # Why it cannot be read: a `.zip` that cannot be opened (a truncated
+  # download?) or holds no file, or a member whose directory entry is damaged.
+  problem: str = ""
   span: Span | None = None  # Where its bytes lie on disk; None inside a compressed inner zip.
   size: int = 0  # Its size in bytes, from the zip's directory or the file system.
 
   @property
   def name(self) -> str:
     return self.parts[-1]
+
+  @property
+  def bad_archive(self) -> bool:
+    return bool(self.problem)
+
+
+_UNREADABLE = "not a readable zip archive (truncated or incomplete download?)"
+_NO_FILES = "a zip archive that holds no files (empty, or folders only)"
+_NAMELESS = ("a damaged entry in its zip's directory (no name): left out, the zip's other "
+             "members read")
+Read = Callable[[], bytes]
+
+
+def _open_zip(fileobj: zips.File, size: int) -> tuple[zipfile.ZipFile, list[tuple[str, str]]] | str:
+  """`zips.open_zip` with the corpus's names; a problem given in words."""
+  opened = zips.open_zip(fileobj, size, decode_name)
+  return f"{_UNREADABLE}: {opened}" if isinstance(opened, str) else opened
+
+
+def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+  """A member's bytes, refused past `zips.MAX_MEMBER_SIZE` before it is read.
+  Read in one call of at most its declared size: `ZipExtFile.read()` would
+  inflate all of its compressed bytes at once, however much they give."""
+  if info.file_size > zips.MAX_MEMBER_SIZE:
+    raise zips.too_large(info.file_size)
+  # `zipfile` reads as many stored bytes as the directory declares in one call.
+  if zf.fp is not None and info.header_offset + info.compress_size > zf.fp.seek(0, io.SEEK_END):
+    raise OSError(f"zip member truncated: its {info.compress_size:,} bytes run past the end "
+                  f"of its zip")
+  with zf.open(info) as member:
+    return member.read(info.file_size + 1)
+
+
+def _refused(problem: str) -> bytes:
+  raise OSError(problem)
 
 
 def _open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[IO[bytes], int | None]:
@@ -65,28 +108,60 @@ def _is_zip(name: str) -> bool:
   return name.lower().endswith(".zip")
 
 
-def _walk_zip(zf: zipfile.ZipFile, location: tuple[str, ...], first: Callable[[str], bool],
-              disk: tuple[PiecedFile, int] | None) -> Iterator[tuple[CorpusFile, zipfile.ZipFile]]:
-  """`disk`: the file on disk (or made of pieces) that holds `zf`'s bytes and
-  where they start in it, or None."""
+def _walk_zip(zf: zipfile.ZipFile, parts: tuple[str, ...], location: tuple[str, ...],
+              first: Callable[[str], bool], disk: tuple[PiecedFile, int] | None,
+              left_out: list[tuple[str, str]]) -> Iterator[tuple[CorpusFile, Read]]:
+  """The files of `zf` (the corpus file `parts`, at `location`) and of the zips
+  in it. `disk`: the file on disk (or made of pieces) that holds `zf`'s bytes
+  and where they start in it, or None. `left_out`: the members `zf` was opened
+  without (`zips.open_zip`), "" for the zip itself."""
+  for name, why in left_out:
+    file = (CorpusFile(_member_parts(name), location + (name,), problem=why) if name
+            else CorpusFile(parts, location, problem=why))
+    yield file, functools.partial(_refused, why)
+  files = 0
   # Stable: the files named by `first`, then the rest in archive order.
   for info in sorted(zf.infolist(), key=lambda info: not first(info.filename.rsplit("/", 1)[-1])):
+    if not info.filename:  # A damaged directory entry: `is_dir` fails on it.
+      yield CorpusFile(parts, location, problem=_NAMELESS), functools.partial(_refused, _NAMELESS)
+      continue
     if info.is_dir():
       continue
-    name = member_name(info).replace("\\", "/")
-    parts = tuple(p for p in name.split("/") if p)
-    if _is_zip(name):
-      fileobj, start = _open_member(zf, info)
+    files += 1
+    member_parts = _member_parts(member_name(info))
+    if _is_zip(info.filename):
       try:
-        inner = zipfile.ZipFile(fileobj)
-      except zipfile.BadZipFile:  # E.g. a macOS `__MACOSX/._구이.zip`.
-        yield CorpusFile(parts, location + (info.filename,), bad_archive=True), zf
+        fileobj, start = _open_member(zf, info)
+      # A damaged local header, or a compressed zip that does not inflate.
+      except zips.ZIP_ERRORS as e:
+        problem = f"{_UNREADABLE}: {e or type(e).__name__}"
+        yield (CorpusFile(member_parts, location + (info.filename,), problem=problem),
+               functools.partial(_refused, problem))
         continue
+      opened = _open_zip(fileobj, info.file_size)
+      # E.g. a macOS `__MACOSX/._구이.zip`: its bytes read as a member's.
+      if isinstance(opened, str):
+        fileobj.close()
+        yield (CorpusFile(member_parts, location + (info.filename,), problem=opened),
+               functools.partial(_read_member, zf, info))
+        continue
+      inner, inner_left_out = opened
       inner_disk = None if disk is None or start is None else (disk[0], disk[1] + start)
-      with inner:
-        yield from _walk_zip(inner, location + (info.filename,), first, inner_disk)
+      try:
+        yield from _walk_zip(inner, member_parts, location + (info.filename,), first, inner_disk,
+                             inner_left_out)
+      finally:
+        _close(inner)
     else:
-      yield CorpusFile(parts, location + (info.filename,), span=_member_span(info, disk), size=info.file_size), zf
+      file = CorpusFile(member_parts, location + (info.filename,), span=_member_span(info, disk),
+                        size=info.file_size)
+      yield file, functools.partial(_read_member, zf, info)
+  if not files and not left_out:
+    yield CorpusFile(parts, location, problem=_NO_FILES), functools.partial(_refused, _NO_FILES)
+
+
+def _member_parts(name: str) -> tuple[str, ...]:
+  return tuple(p for p in name.replace("\\", "/").split("/") if p)
 
 
 def _member_span(info: zipfile.ZipInfo, disk: tuple[PiecedFile, int] | None) -> Span | None:
@@ -105,11 +180,11 @@ def _member_span(info: zipfile.ZipInfo, disk: tuple[PiecedFile, int] | None) -> 
     place = None if data is None else file.locate(offset, data - offset + info.compress_size)
     if place is None:
       return None
-  return Span(place[0], place[1], info.compress_size, info.compress_type, info.CRC)
+  return Span(place[0], place[1], info.compress_size, info.compress_type, info.CRC, info.file_size)
 
 
 def walk(root: str | os.PathLike[str], first: Callable[[str], bool] = lambda name: False,
-         archives: Sequence[download.Archive] | None = None) -> Iterator[tuple[CorpusFile, Callable[[], bytes]]]:
+         archives: Sequence[download.Archive] | None = None) -> Iterator[tuple[CorpusFile, Read]]:
   """Yields every file under `root` (zips opened) with a function reading it.
 
   In each folder and archive, the files whose name `first` accepts come
@@ -118,8 +193,9 @@ def walk(root: str | os.PathLike[str], first: Callable[[str], bool] = lambda nam
   read as `archives` say (default: `download.find(root)`, which raises
   `download.DownloadError` for an incomplete download).
 
-  A zip that cannot be opened is yielded itself, marked `bad_archive`. The
-  reader is valid until the next file is yielded.
+  A zip that cannot be opened or holds no file is yielded itself, with its
+  `problem`; so is a member its zip was opened without. The reader is valid
+  until the next file is yielded.
   """
   root = os.fspath(root)
   archives = download.find(root) if archives is None else archives
@@ -137,43 +213,42 @@ def walk(root: str | os.PathLike[str], first: Callable[[str], bool] = lambda nam
         for archive in starts.get(path, []):
           yield from _walk_archive(archive, folder, first)
       elif _is_zip(file):
-        try:
-          zf = zipfile.ZipFile(path)
-        except zipfile.BadZipFile:
-          yield CorpusFile(folder + (disk_name(file),), (path,), bad_archive=True), functools.partial(_bad_zip, path)
-          continue
-        with zf:
-          for corpus_file, owner in _walk_zip(zf, (path,), first, (whole_file(path, os.path.getsize(path)), 0)):
-            yield corpus_file, functools.partial(owner.read, corpus_file.location[-1])
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+          yield from _walk_top(f, size, folder + (disk_name(file),), (path,), first,
+                               (whole_file(path, size), 0))
       else:
         corpus_file = CorpusFile(folder + (disk_name(file),), (path,), span=Span(path), size=os.path.getsize(path))
         yield corpus_file, functools.partial(_read_file, path)
 
 
 def _walk_archive(archive: download.Archive, folder: tuple[str, ...], first: Callable[[str], bool],
-                  ) -> Iterator[tuple[CorpusFile, Callable[[], bytes]]]:
+                  ) -> Iterator[tuple[CorpusFile, Read]]:
   if not archive.extents:  # A second copy of a zip read elsewhere.
     return
-  name = download.zip_name(archive.location)
   with archive.open() as view:
-    try:
-      zf = zipfile.ZipFile(view)
-    except zipfile.BadZipFile:
-      yield CorpusFile(folder + (name,), (archive.location,), bad_archive=True), functools.partial(
-          _bad_zip, archive.location)
-      return
-    with zf:
-      for corpus_file, owner in _walk_zip(zf, (archive.location,), first, (view, 0)):
-        yield corpus_file, functools.partial(owner.read, corpus_file.location[-1])
+    parts = folder + (download.zip_name(archive.location),)
+    yield from _walk_top(view, view.size, parts, (archive.location,), first, (view, 0))
+
+
+def _walk_top(f: zips.File, size: int, parts: tuple[str, ...], location: tuple[str, ...],
+              first: Callable[[str], bool],
+              disk: tuple[PiecedFile, int]) -> Iterator[tuple[CorpusFile, Read]]:
+  """The files of the zip in `f`, a file of the manual dir or a download's `Archive`."""
+  opened = _open_zip(f, size)
+  if isinstance(opened, str):
+    yield CorpusFile(parts, location, problem=opened), functools.partial(_refused, opened)
+    return
+  zf, left_out = opened
+  try:
+    yield from _walk_zip(zf, parts, location, first, disk, left_out)
+  finally:
+    zf.close()
 
 
 def _read_file(path: str) -> bytes:
   with open(path, "rb") as f:
     return f.read()
-
-
-def _bad_zip(path: str) -> bytes:
-  raise zipfile.BadZipFile(f"{path} is not a readable zip archive")
 
 
 class Reader:
@@ -198,22 +273,31 @@ class Reader:
       for key in [k for k in self._open if k != location[: len(k)]]:
         _close(self._open.pop(key))
       if len(location) == 1:
-        self._open[location] = zipfile.ZipFile(download.open_archive(location[0]))
+        source = download.open_archive(location[0])
+        # Closed by `_close`.
+        fileobj: zips.File = open(source, "rb") if isinstance(source, str) else source
+        size = os.path.getsize(source) if isinstance(source, str) else source.size
       else:
         parent = self._zip(location[:-1])
-        member, _ = _open_member(parent, parent.getinfo(location[-1]))
-        self._open[location] = zipfile.ZipFile(member)
+        info = parent.getinfo(location[-1])
+        fileobj, size = _open_member(parent, info)[0], info.file_size
+      opened = _open_zip(fileobj, size)
+      if isinstance(opened, str):
+        fileobj.close()
+        raise zipfile.BadZipFile(f"{location[-1]}: {opened}")
+      self._open[location] = opened[0]
     return self._open[location]
 
   def read(self, location: tuple[str, ...]) -> bytes:
     if len(location) == 1:
       return _read_file(location[0])
-    return self._zip(location[:-1]).read(location[-1])
+    zf = self._zip(location[:-1])
+    return _read_member(zf, zf.getinfo(location[-1]))
 
 
 def _close(zf: zipfile.ZipFile) -> None:
-  """Closes a zip and the pieces it reads through (which `ZipFile` leaves open)."""
+  """Closes a zip and the file it reads through (which `ZipFile` leaves open when handed a file)."""
   fp = zf.fp
   zf.close()
-  if isinstance(fp, PiecedFile):
+  if fp is not None:
     fp.close()

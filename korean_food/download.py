@@ -14,7 +14,9 @@ What a user holds is then one of:
   a warning that gives the command repairing it in place (`repair`);
 * a cut transfer (aihubshell joins what arrived even when curl failed), or a
   missing or short piece: refused before any scan (`DownloadError`), naming
-  what is missing and what arrived whole (`incomplete`).
+  what is missing and what arrived whole (`incomplete`);
+* a `download.tar` with a damaged header: the pieces after it found again;
+  refused, naming the damage, only where a piece is lost with it.
 
 Nothing is joined, extracted or copied; the checks read a few hundred bytes
 per piece or member (a name-order join of an unusual piece size is read once).
@@ -26,7 +28,6 @@ import dataclasses
 import functools
 import os
 import re
-import tarfile
 
 from korean_food import incomplete, name_order
 from korean_food.incomplete import DOWNLOAD_COMMAND as DOWNLOAD_COMMAND
@@ -107,19 +108,45 @@ def _disk_pieces(folder: str) -> dict[str, list[incomplete.Piece]]:
   return _in_offset_order(groups)
 
 
-def _tar_pieces(path: str) -> tuple[dict[str, list[incomplete.Piece]], tars.Cut | None]:
+def _tar_pieces(path: str) -> tuple[dict[str, list[incomplete.Piece]], tars.Listing]:
   """Pieces in the tar by `<folder>/<base>`, in offset order, each read at its
-  member's offset, whatever the members' order; and where the tar stops if it was cut."""
-  members, cut = tars.read(path)
+  member's offset, whatever the members' order; and what `tars.read` found
+  (where the tar stops if it was cut, where it is damaged)."""
+  listing = tars.read(path)
+  cut = listing.cut
   groups: dict[str, list[incomplete.Piece]] = {}
-  for member in members:
+  for member in listing.members:
     folder, _, name = member.name.rpartition("/")
     match = PIECE.match(name)
     if match and member.isfile():
       key = f"{folder}/{match['base']}" if folder else match["base"]
       extent = tars.extent(path, member, cut.tar_size if cut else member.offset_data + member.size)
       groups.setdefault(key, []).append(incomplete.Piece(f"{path}/{member.name}", int(match["offset"]), extent))
-  return _in_offset_order(groups), cut
+  return _in_offset_order(groups), listing
+
+
+def _tar_archives(path: str) -> list[Archive]:
+  """The zips held in pieces in the tar at `path`, checked; raises
+  `DownloadError` for a cut tar, and for a damaged one that lost a piece. A tar
+  of which no header can be read holds none."""
+  groups, listing = _tar_pieces(path)
+  if listing.cut:
+    raise incomplete.cut_tar(path, groups, listing.cut)
+  archives = []
+  for group, pieces in groups.items():
+    try:
+      archive = _archive(pieces[0].name, group.rsplit("/", 1)[-1], pieces, (path,))
+    except DownloadError as e:
+      if listing.damage:
+        raise incomplete.damaged_tar(path, listing.damage, e) from None
+      raise
+    if listing.damage:  # Every piece was found all the same.
+      archive = dataclasses.replace(archive, note=(
+          f"{path} has " + "; ".join(map(str, listing.damage))
+          + f". Every piece of {zip_name(archive.location)} was found all the same, and the "
+          f"build reads it."))
+    archives.append(archive)
+  return archives
 
 
 def is_tar(name: str) -> bool:
@@ -145,12 +172,8 @@ def find(root: str | os.PathLike[str]) -> list[Archive]:
           archives.append(joined)
         else:
           plain.setdefault((name.lower(), os.path.getsize(path)), path)
-      elif is_tar(name) and tarfile.is_tarfile(path):
-        groups, cut = _tar_pieces(path)
-        if cut:
-          raise incomplete.cut_tar(path, groups, cut)
-        for group, pieces in groups.items():
-          from_pieces.append(_archive(pieces[0].name, group.rsplit("/", 1)[-1], pieces, (path,)))
+      elif is_tar(name):
+        from_pieces += _tar_archives(path)
   read: dict[tuple[str, int], str] = dict(plain)
   kept = []
   for archive in archives + from_pieces:
@@ -182,7 +205,11 @@ def _examine(path: str, size: int, mtime_ns: int) -> Archive | str | None:
     joined = name_order.find_join(f, path, size)
     if joined:
       return Archive(path, tuple(joined[0]), (path,), note=joined[1])
-    if incomplete.is_download(f, size):
+    # Cut: no end record at its end, or its members run to its very end (a group zip's own end
+    # record last). Else damaged where it lies (a local header, say): read in place, its damaged
+    # group zips skipped.
+    if incomplete.is_download(f, size) and (problem.startswith("no end record")
+                                            or incomplete.runs_to_end(f, size)):
       raise incomplete.DownloadError(incomplete.cut_message(path, "joined", size, incomplete.whole_groups(f, size)))
   return problem
 

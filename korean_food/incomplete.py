@@ -1,6 +1,7 @@
 """An incomplete download, named from the bytes that arrived: missing and short
 pieces, a transfer cut (a cut zip, cut pieces, a cut `download.tar` whatever
-its members' order), and the group zips that arrived whole all the same."""
+its members' order), a `download.tar` whose damaged header lost a piece, and
+the group zips that arrived whole all the same."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import functools
 import itertools
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from korean_food.names import decode_name
 from photo_datasets.archives import pieces as pieced
@@ -28,6 +29,16 @@ def is_download(f: zips.Seekable, size: int) -> bool:
   """A zip of zips, as kfood.zip holds the 27 group zips (a cut group zip is no download)."""
   members = itertools.islice(zips.local_members(f, size, decode_name), 1000)
   return any(name.lower().endswith(".zip") for name, _, _ in members)
+
+
+def runs_to_end(f: zips.Seekable, size: int) -> bool:
+  """The zip's members follow each other from its start to its very end, or
+  past it: what arrived of a cut transfer, where a zip's directory would
+  follow them."""
+  last = None
+  for member in zips.local_members(f, size, decode_name):
+    last = member
+  return last is not None and last[1] + last[2] >= size
 
 
 def problem_of(f: zips.Seekable, size: int) -> str | None:
@@ -147,3 +158,10 @@ def cut_tar(path: str, groups: dict[str, list[Piece]], cut: tars.Cut) -> Downloa
       f"is about 16 GB). {arrived} Download it again ({DOWNLOAD_COMMAND}); if you called AIHub's API yourself, "
       f"`curl -C -` with the same request continues download.tar where it stopped, if the server allows."
       + groups_line)
+
+
+def damaged_tar(path: str, damage: Sequence[tars.Damage], problem: DownloadError) -> DownloadError:
+  """A tar whose damaged headers lost a piece: the damage named, then what the
+  pieces lack (`problem`)."""
+  return DownloadError(f"{path} is damaged: " + "; ".join(map(str, damage))
+                       + f"; a piece was lost with it. {problem}")

@@ -42,9 +42,12 @@ class Builder(builder.PhotoBuilder[download.Download]):
       "1.4.0": "Splits may change: keypoints are found on 288 px of a photo's longer side, not 224, and a "
                "zoom's inliers are judged by their spread in both shots, so a close-up of a plain dish, or of "
                "one side of the plate, joins its whole photo (docs/splits.md).",
-      "1.5.0": "Same examples and splits as 1.4.0; the record files' bytes change: every record is "
-               "serialised deterministically, so the same download gives the same files in every build, and "
-               "the metadata keeps a fingerprint of them (`python -m photo_datasets.verify`; docs/building.md).",
+      "1.5.0": "Same examples and splits as 1.4.0 from an intact download; the record files' bytes change: "
+               "every record is serialised deterministically, so the same download gives the same files in "
+               "every build, and the metadata keeps a fingerprint of them (`python -m photo_datasets.verify`; "
+               "docs/building.md). A damaged download keeps more photos: a zip with ZIP64 end records beside "
+               "normal classic fields is read, and a group zip with one damaged directory entry loses that "
+               "photo only (docs/downloads.md#damaged-archives).",
   }
   READER = corpus.Reader
   REPORT_NOTE = (

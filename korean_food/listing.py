@@ -9,8 +9,11 @@ Each rule of the corpus has its home here:
   joined in name order): read as they are by `download`; what it found goes
   into the warnings; a browser's unfinished `kfood.zip.part`: ignored, with a
   warning;
-* unreadable archives (reported by the walker): skipped with the reason;
-* crop files: `crop_area.properties`, parsed into boxes per class folder;
+* unreadable archives (reported by the walker): a zip that cannot be opened
+  or holds no file, and a member whose directory entry is damaged, skipped
+  with the reason;
+* crop files: `crop_area.properties`, parsed into boxes per class folder (a
+  damaged one is skipped, its folder's photos get no boxes);
 * class folders: the folder holding an image must be one of the 150 classes;
 * prefix mismatches: an `Img_XXX_` prefix naming another class than the
   folder keeps the folder's label, with a warning;
@@ -38,6 +41,10 @@ def series_position(file_name: str) -> int | None:
   """The photo's number within its class (`Img_XXX_YYYY`), or None for another name."""
   match = _NUMBER.match(file_name.rsplit("/", 1)[-1])
   return int(match[1]) if match else None
+
+
+def _unreadable(e: Exception) -> str:
+  return f"unreadable: {e or type(e).__name__}"  # `zipfile`'s EOFError says nothing itself.
 
 
 def is_junk(parts: tuple[str, ...]) -> bool:
@@ -69,8 +76,12 @@ class CorpusListing:
     for file, read in corpus.walk(self.source, first=lambda name: name.lower() == CROP_FILE,
                                   archives=self.source.archives):
       folder = file.parts[-2] if len(file.parts) > 1 else ""
-      if file.name.lower() == CROP_FILE:
-        parsed = crop_areas.parse_crop_areas(read())
+      if file.name.lower() == CROP_FILE and not file.bad_archive:
+        try:
+          parsed = crop_areas.parse_crop_areas(read())
+        except Exception as e:  # A damaged archive member: its folder's photos get no boxes.
+          report.skip("/".join(file.parts), _unreadable(e))
+          continue
         self.crop_areas.setdefault(folder, {}).update(parsed.boxes)
         report.counts["bad crop lines"] += len(parsed.bad_lines)
       elif is_junk(file.parts):
@@ -80,7 +91,7 @@ class CorpusListing:
               f"{file.name} is an unfinished download (a browser's partial file): let it finish "
               f"or download again; the build read the rest")
       elif file.bad_archive:
-        report.skip("/".join(file.parts), "not a readable zip archive (truncated or incomplete download?)")
+        report.skip("/".join(file.parts), file.problem)
       elif (food := classes.class_by_name().get(folder)) is None:
         report.skip("/".join(file.parts), f"folder {folder!r} is not one of the 150 classes")
       else:
@@ -89,7 +100,7 @@ class CorpusListing:
         try:  # Read here only where a worker cannot read it itself.
           data = b"" if file.span else read()
         except Exception as e:  # A damaged archive member.
-          report.skip(file_name, f"unreadable: {e}")
+          report.skip(file_name, _unreadable(e))
           continue
         yield Candidate(file_name, file.location, data, self.crop_area(folder, file.name), file.span)
 

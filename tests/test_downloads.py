@@ -1,6 +1,8 @@
 """Every form AIHub's download arrives in (korean_food/download.py): pieces
 named by offset, the API's download.tar, a kfood.zip joined in name order, a
-cut transfer, a missing or short piece.
+cut transfer, a missing or short piece; and damaged archives, each a skip or
+one line, never a traceback, in a photo's memory (the fuzzing of the same is
+`test_archive_fuzz.py`).
 
 Each form is made from one kfood.zip and walked (`corpus.walk`), every file
 read three ways (the walker, its `records.Span` as a worker reads it, the
@@ -13,28 +15,38 @@ The end of the module builds each form and compares the examples.
 
 from __future__ import annotations
 
+import functools
+import io
 import itertools
 import os
 import pathlib
 import shutil
+import struct
 import subprocess
 import sys
 import tarfile
+import tracemalloc
 import zipfile
+from collections.abc import Callable
 from typing import NamedTuple
 
 import pytest
 
 import korean_food
-from korean_food import corpus, download, names, repair
+from korean_food import corpus, download, listing, names, repair
+from korean_food.names import decode_name
 from photo_datasets import testing
 from photo_datasets.archives import pieces as pieced
+from photo_datasets.archives import tars, zips
 from photo_datasets.archives.pieces import Extent
+from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.testing import build, read_examples
 
 import benchmark_corpus
 
 SAMPLE_ZIP = pathlib.Path(korean_food.__file__).parent / "sample" / "kfood.zip"
+
+
 def is_padding(parts: tuple[str, ...]) -> bool:
   return parts[0] == "padding"  # The ZIP64 archive's holes: never read.
 
@@ -68,12 +80,12 @@ def source(request) -> Source:
 
 
 def walked(root: pathlib.Path) -> dict[tuple[str, ...], bytes]:
-  """Every file but the padding, read by the walker, checked against its span
-  and the builder's reader."""
+  """Every file but the padding and what cannot be read (`problem`), read by
+  the walker, checked against its span and the builder's reader."""
   files = {}
   with corpus.Reader() as reader:
     for file, read in corpus.walk(root):
-      if is_padding(file.parts):
+      if is_padding(file.parts) or file.problem:
         continue
       data = read()
       if file.span is not None:
@@ -112,7 +124,7 @@ def test_a_photo_across_a_piece_boundary_reads_correctly(source, expected, tmp_p
     starts = {info.filename: info.header_offset for info in outer.infolist()}
   across = []
   for file, read in corpus.walk(tmp_path):
-    if file.span is None and not is_padding(file.parts):
+    if file.span is None and not is_padding(file.parts) and not file.problem:
       across.append(file.parts)
       assert read() == expected[source][file.parts]
   assert across  # Some photos straddle two pieces, and read whole.
@@ -388,3 +400,250 @@ def test_a_cut_download_stops_the_build_before_the_scan_with_nothing_built(reali
   config_dir = tmp_path / "data" / "korean_food" / "224"
   assert not config_dir.exists()  # No version, whole or half-built, and no lock: it was never built.
   assert not (tmp_path / "downloads" / "scans").exists()  # No scan was made.
+
+
+# ---------------------------------------------------------------------------
+# Damaged archives: a kept photo set and a skip, or one line; never a traceback, never an
+# archive's memory.
+
+
+def _peak(read: Callable[[], object]) -> int:
+  """The most memory `read` allocates at once (tracemalloc)."""
+  tracemalloc.start()
+  try:
+    read()
+  except (OSError, zipfile.BadZipFile):
+    pass
+  finally:
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+  return peak
+
+
+def _skips(root: pathlib.Path) -> dict[str, str]:
+  report = BuildReport()
+  list(listing.CorpusListing(download.locate(root), report))
+  return {s.file_name: s.reason for s in report.skipped_files}
+
+
+def test_an_empty_or_folders_only_zip_beside_kfood_zip_is_skipped_and_reported(tmp_path):
+  shutil.copyfile(SAMPLE_ZIP, tmp_path / "kfood.zip")
+  zipfile.ZipFile(tmp_path / "empty.zip", "w").close()  # The end record alone.
+  (tmp_path / "folders.zip").write_bytes(testing.zip_bytes({"구이/갈비구이/": b""}))
+  assert download.find(tmp_path) == []  # No traceback: both read in place, as zips.
+  skips = _skips(tmp_path)
+  no_files = "a zip archive that holds no files (empty, or folders only)"
+  assert skips["empty.zip"] == skips["folders.zip"] == no_files
+  assert walked(tmp_path) == walked(SAMPLE_ZIP.parent)
+
+
+def _zip_at(path: pathlib.Path, offset: int, members: dict[str, bytes]) -> None:
+  """A zip as `zipfile` writes it `offset` bytes into a sparse file (the hole never written)."""
+  with open(path, "wb") as f:
+    f.seek(offset)
+    with zipfile.ZipFile(f, "w") as zf:
+      for name, data in members.items():
+        zf.writestr(zipfile.ZipInfo(name, testing.DATE_TIME), data)
+
+
+def test_zip64_end_records_are_found_whatever_the_classic_fields_hold(tmp_path):
+  """`zipfile` writes ZIP64 end records with normal classic values for a
+  directory between 2 and 4 GiB: such a zip reads, in place and in pieces."""
+  with zipfile.ZipFile(SAMPLE_ZIP) as zf:
+    members = {info.filename: zf.read(info) for info in zf.infolist()}
+  (tmp_path / "whole").mkdir()
+  kfood = tmp_path / "whole" / "kfood.zip"
+  _zip_at(kfood, 3 << 30, members)
+  size = os.path.getsize(kfood)
+  with open(kfood, "rb") as f:
+    end = zips.read_at(f, size - zips.END.size, zips.END.size)
+    assert zips.read_at(f, size - zips.END.size - 20, 4) == b"PK\x06\x07"  # A ZIP64 locator...
+    _, _, _, _, entries, _, directory_offset, _ = zips.END.unpack(end)
+    # ...and normal classic values.
+    assert entries == len(members) and 2 << 30 < directory_offset < 4 << 30
+    assert [m.name for m in zips.members(f, size, decode_name, 64)] == list(members)
+  expected = walked(kfood.parent)
+  assert len(expected) > 20
+  testing.write_pieces(kfood, tmp_path / "pieces" / "21.한국음식", 1 << 30)
+  assert len(download.find(tmp_path / "pieces")) == 1  # Checked through its pieces, and whole.
+  assert walked(tmp_path / "pieces") == expected
+
+
+def test_zip64_end_records_of_many_entries_are_read(tmp_path):
+  """More than 65,535 entries: the cheap real case of `zipfile`'s ZIP64 end
+  records, classic fields full."""
+  path = tmp_path / "many.zip"
+  with zipfile.ZipFile(path, "w") as zf:
+    for i in range(0x10000 + 10):
+      zf.writestr(zipfile.ZipInfo(f"{i}", testing.DATE_TIME), b"")
+  with open(path, "rb") as f:
+    found = zips.members(f, os.path.getsize(path), decode_name, 64)
+    assert isinstance(found, list) and len(found) == 0x10000 + 10
+
+
+def _group_with_a_bad_extra_field() -> tuple[bytes, dict[str, bytes]]:
+  """A group zip as `zipfile` writes it, one member's ZIP64 extra field
+  claiming 16 bytes and holding 8."""
+  good = {f"국/미역국/Img_017_000{i}.jpg": testing.jpeg(i, (64, 48)) for i in range(2)}
+  out = io.BytesIO()
+  with zipfile.ZipFile(out, "w") as zf:
+    for name, data in good.items():
+      zf.writestr(zipfile.ZipInfo(name, testing.DATE_TIME), data)
+    bad = zipfile.ZipInfo("국/미역국/Img_017_0009.jpg", testing.DATE_TIME)
+    bad.extra = struct.pack("<2HQ", 1, 16, 0)
+    zf.writestr(bad, testing.jpeg(9, (64, 48)))
+  return out.getvalue(), good
+
+
+def test_a_zip64_extra_field_longer_than_its_bytes_costs_its_member_only(tmp_path):
+  data, good = _group_with_a_bad_extra_field()
+  (tmp_path / "국.zip").write_bytes(data)
+  with pytest.raises(zipfile.BadZipFile, match="Corrupt extra field"):
+    zipfile.ZipFile(tmp_path / "국.zip")  # `zipfile` refuses the whole group zip.
+  with open(tmp_path / "국.zip", "rb") as f:
+    assert len(list(zips.local_members(f, len(data), decode_name))) == 3
+  files = {file.parts: file for file, _ in corpus.walk(tmp_path)}
+  bad = files.pop(("국", "미역국", "Img_017_0009.jpg"))
+  assert ("a damaged entry in its zip's directory (Corrupt extra field 0001 (size=16))"
+          in bad.problem)
+  assert {"/".join(p) for p in files} == set(good)
+  assert walked(tmp_path) == {tuple(name.split("/")): photo for name, photo in good.items()}
+  assert "a damaged entry" in _skips(tmp_path)["국/미역국/Img_017_0009.jpg"]
+  kfood = testing.zip_bytes({"국.zip": data}, "utf-8", dirs=False)
+  (tmp_path / "cut").mkdir()
+  (tmp_path / "cut" / "kfood.zip").write_bytes(kfood[:len(kfood) - 200])
+  with pytest.raises(download.DownloadError, match="the transfer was cut"):  # Not a struct.error.
+    download.find(tmp_path / "cut")
+
+
+def _with_declared_size(data: bytes, name: str, size: int) -> bytes:
+  """The zip `data` with member `name` declaring `size` bytes, in its local
+  header and its directory."""
+  out = bytearray(data)
+  with zipfile.ZipFile(io.BytesIO(data)) as zf:
+    struct.pack_into("<L", out, zf.getinfo(name).header_offset + 22, size)
+    pos = zf.start_dir
+  while out[pos:pos + 4] == b"PK\x01\x02":
+    name_len, extra_len, comment_len = struct.unpack_from("<3H", out, pos + 28)
+    if out[pos + 46:pos + 46 + name_len] == name.encode():
+      struct.pack_into("<L", out, pos + 24, size)
+    pos += 46 + name_len + extra_len + comment_len
+  return bytes(out)
+
+
+BOMB = "국/미역국/Img_017_0002.jpg"
+
+
+def _bomb_group(declared: int) -> bytes:
+  """A group zip with a photo and a member of 64 MiB of zeros, deflated to
+  kilobytes, declaring `declared` bytes."""
+  members = {"국/미역국/Img_017_0001.jpg": testing.jpeg(1, (64, 48)), BOMB: bytes(64 << 20)}
+  data = testing.zip_bytes(members, compression=zipfile.ZIP_DEFLATED, dirs=False)
+  return _with_declared_size(data, BOMB, declared)
+
+
+@pytest.mark.parametrize("declared, refusal", [
+    (1000, "inflates past its declared 1,000 bytes"),  # Headers that lie.
+    (0, "inflates past its declared 0 bytes"),  # zlib's `max_length` of 0 is no limit at all.
+    (3 << 30, "more than any photo can be"),  # A zip bomb that says so.
+])
+def test_a_member_inflating_past_what_it_declares_or_any_photo_is_refused(tmp_path, declared,
+                                                                          refusal):
+  (tmp_path / "국.zip").write_bytes(_bomb_group(declared))
+  for file, read in corpus.walk(tmp_path):  # The reader is valid until the next file.
+    if file.name == BOMB.rsplit("/", 1)[1]:
+      assert file.span is not None and file.span.file_size == declared
+      with pytest.raises(OSError, match=refusal):
+        file.span.read()  # As a worker reads it.
+      with corpus.Reader() as reader:
+        for how in (file.span.read, read, functools.partial(reader.read, file.location)):
+          assert _peak(how) < 4 << 20  # Not the 64 MiB it inflates to.
+  # The listing leaves it to the worker that reads it.
+  assert "unreadable" not in str(_skips(tmp_path))
+
+
+def _small_tar(tmp_path: pathlib.Path,
+               directory: bool = False) -> tuple[pathlib.Path, list[pathlib.Path]]:
+  """download.tar of the sample's pieces of 16 KiB, as `tarfile` writes it
+  (with a folder entry first)."""
+  written = testing.write_pieces(SAMPLE_ZIP, tmp_path / "pieces", 16 << 10)
+  tar = tmp_path / "manual" / "download.tar"
+  tar.parent.mkdir()
+  with tarfile.open(tar, "w", format=tarfile.GNU_FORMAT) as out:
+    if directory:
+      info = tarfile.TarInfo("21.한국음식")
+      info.type = tarfile.DIRTYPE
+      out.addfile(info)
+    for piece in written:
+      out.add(piece, f"21.한국음식/{piece.name}")
+  return tar, written
+
+
+def _damage_header(tar: pathlib.Path, index: int) -> int:
+  with tarfile.open(tar) as opened:
+    at = opened.getmembers()[index].offset
+  with open(tar, "r+b") as f:
+    f.seek(at + 100)  # Its mode: the checksum no longer matches.
+    f.write(b"9")
+  return at
+
+
+def test_a_damaged_tar_header_is_named_and_the_members_after_it_found(tmp_path):
+  tar, written = _small_tar(tmp_path)
+  at = _damage_header(tar, 3)
+  found = tars.read(os.fspath(tar))
+  names = [m.name.rsplit("/", 1)[1] for m in found.members]
+  assert names == [p.name for p in written if p != written[3]]
+  assert found.cut is None and [d.at for d in found.damage] == [at]
+  assert str(found.damage[0]).startswith(
+      f"an unreadable header at byte {at:,}, after its member 21.한국음식/{written[2].name} "
+      f"(bad checksum); its members are read again")
+  with pytest.raises(download.DownloadError) as error:
+    download.find(tar.parent)
+  message = str(error.value)
+  assert f"{tar} is damaged: an unreadable header at byte {at:,}" in message
+  assert f"{written[3].name} (bytes" in message and "is missing" in message
+  assert download.DOWNLOAD_COMMAND in message
+
+
+def test_a_damaged_tar_header_is_read_past_in_a_chunks_memory(tmp_path):
+  tar, written = _small_tar(tmp_path)
+  _damage_header(tar, 1)
+  # Past the damage, more of the tar than any chunk: never read into memory at once.
+  with open(tar, "ab") as f:
+    f.write(os.urandom(8 << 20))
+  assert _peak(lambda: tars.read(os.fspath(tar))) < 4 << 20
+
+
+def test_a_damaged_header_that_loses_no_piece_is_a_warning(tmp_path):
+  tar, written = _small_tar(tmp_path, directory=True)
+  at = _damage_header(tar, 0)  # The folder's entry.
+  (archive,) = download.find(tar.parent)
+  assert f"{tar} has an unreadable header at byte {at:,}, before its first member" in archive.note
+  assert "Every piece of kfood.zip was found all the same" in archive.note
+  assert walked(tar.parent) == walked(SAMPLE_ZIP.parent)
+
+
+def test_damaged_archives_build_with_their_photos_kept_and_skips_reported(realistic, plain_build,
+                                                                          tmp_path):
+  """A build beside an empty zip, a folders-only zip, a group zip with a
+  damaged directory entry and a member that inflates past its declared size."""
+  manual = tmp_path / "manual"
+  manual.mkdir()
+  shutil.copyfile(realistic.zip, manual / "kfood.zip")
+  zipfile.ZipFile(manual / "empty.zip", "w").close()
+  (manual / "folders.zip").write_bytes(testing.zip_bytes({"구이/": b""}))
+  (manual / "bad extra").mkdir()
+  (manual / "bad extra" / "국.zip").write_bytes(_group_with_a_bad_extra_field()[0])
+  (manual / "bomb").mkdir()
+  (manual / "bomb" / "국.zip").write_bytes(_bomb_group(1000))
+  builder = build("korean_food/224", tmp_path / "data", manual, workers=2)
+  examples = _examples(builder)
+  extra = {"국/미역국/Img_017_0000.jpg", "국/미역국/Img_017_0001.jpg"}
+  assert set(examples) - set(plain_build) == extra
+  assert {n: e for n, e in examples.items() if n not in extra} == plain_build
+  skipped = {s["file_name"]: s["reason"] for s in builder.info.metadata["skipped_files"]}
+  assert skipped["empty.zip"] == skipped["folders.zip"] == ("a zip archive that holds no files "
+                                                            "(empty, or folders only)")
+  assert "a damaged entry in its zip's directory" in skipped["국/미역국/Img_017_0009.jpg"]
+  assert "inflates past its declared 1,000 bytes" in skipped[BOMB]

@@ -28,19 +28,23 @@ class Span:
   the main process hands it a few numbers instead of the bytes: the whole file
   at `path`, or with `zip_method` set, the zip member whose local header
   starts at `offset` (`size` bytes as stored; stored or deflated), checked
-  against its CRC-32 as `zipfile` does."""
+  against its CRC-32 as `zipfile` does and never read or inflated past the
+  `file_size` its zip's directory declares (-1 where not known:
+  `zips.MAX_MEMBER_SIZE`)."""
 
   path: str
   offset: int = 0
   size: int = -1
   zip_method: int | None = None
   crc: int = 0
+  file_size: int = -1
 
   def read(self) -> bytes:
     if self.zip_method is None:
       with open(self.path, "rb") as f:
         return f.read()
-    return zips.read_member(self.path, self.offset, self.size, self.zip_method, self.crc)
+    return zips.read_member(self.path, self.offset, self.size, self.zip_method, self.crc,
+                            self.file_size)
 
 
 @dataclasses.dataclass(frozen=True)
