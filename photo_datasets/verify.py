@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -39,12 +40,19 @@ def _metadata(name: str, data_dir: str | None) -> tuple[str, dict[str, Any]]:
   return os.fspath(builder.data_path), dict(builder.info.metadata)
 
 
+def _sha256(value: str) -> str:
+  if not re.fullmatch(r"[0-9a-fA-F]{64}", value.strip()):
+    raise argparse.ArgumentTypeError(f"a fingerprint is 64 hexadecimal digits, got {value!r}")
+  return value.strip().lower()
+
+
 def main(argv: list[str] | None = None) -> None:
   """`python -m photo_datasets.verify NAME`: a built config checked against its fingerprint."""
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("name", help="a built config (e.g. korean_food/224) or its folder")
   parser.add_argument("--data_dir", help="where it was built (default: TFDS's, ~/tensorflow_datasets)")
-  parser.add_argument("--fingerprint", help="the fingerprint the copy should have (e.g. a colleague's)")
+  parser.add_argument("--fingerprint", type=_sha256,
+                      help="the fingerprint the copy should have (e.g. a colleague's)")
   args = parser.parse_args(argv)
   from photo_datasets.catalog import fingerprint
 

@@ -157,6 +157,9 @@ def test_verify_refuses_a_config_built_before_fingerprints(tmp_path):
   with pytest.raises(SystemExit) as exited:
     verify.main([os.fspath(folder)])
   assert exited.value.code == 1
+  with pytest.raises(SystemExit) as exited:  # Not a SHA-256: refused before anything is read.
+    verify.main([os.fspath(folder), "--fingerprint", "3f00"])
+  assert exited.value.code == 2
 
 
 # One example serialised in a fresh process, with TFDS's serializer after `use_in_tfds`.
