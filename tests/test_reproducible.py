@@ -141,12 +141,13 @@ def test_verify_confirms_a_copy_and_names_what_differs(real_builds, tmp_path):
   missing.unlink()
   status, said = _verify(os.fspath(copy))
   assert status == 1
+  kept = json.loads((copy / "metadata.json").read_text())["fingerprint"]
   problems = [line.strip() for line in said.splitlines() if line.startswith("  ")]
   assert sorted(problems) == sorted([
       f"{record.name}: differs (SHA-256 {fingerprint.file_sha256(record)}, "
-      f"recorded {json.loads((copy / 'metadata.json').read_text())['fingerprint']['files'][record.name]})",
+      f"recorded {kept['files'][record.name]})",
       f"label.labels.txt: differs (SHA-256 {fingerprint.file_sha256(labels)}, "
-      f"recorded {json.loads((copy / 'metadata.json').read_text())['fingerprint']['features']['label.labels.txt']})",
+      f"recorded {kept['features']['label.labels.txt']})",
       f"{missing.name}: missing"]), said
 
 

@@ -11,8 +11,9 @@ Every writer of the package's records makes its serializer from it: the
 workers' own (`writing`), and TFDS's writers (the `Writer` of a build with
 `disable_shuffling` or without the workers' writer, the `BeamWriter`), which
 look their serializer up by name in TFDS's `example_serializer` module when
-a split is written (`use_in_tfds`, called by the builders before they write). A Beam worker unpickles TFDS's serializer
-as an instance of this class, so it imports this module too.
+a split is written (`use_in_tfds`, called by the builders before they write).
+A Beam worker unpickles TFDS's serializer as an instance of this class, so it
+imports this module too.
 """
 
 from __future__ import annotations
