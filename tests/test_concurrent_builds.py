@@ -20,10 +20,12 @@ VERSION = str(korean_food.Builder.VERSION)
 
 SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 
-# `tfds build` as the CLI runs it, its scan's save held until the file argv[1] appears.
+# `tfds build` as the CLI runs it, its scan's save held until the file argv[1] appears, and its
+# report page written slowly: a build waiting for it would find its records done and its page not yet written.
 _HELD_BUILD = """
 import os, sys, time
 from photo_datasets.building import scan_cache
+from photo_datasets.catalog import report_page
 from tensorflow_datasets.scripts.cli import main
 real, go = scan_cache.save_scan, sys.argv[1]
 def held(*args):
@@ -32,6 +34,11 @@ def held(*args):
     time.sleep(0.1)
   real(*args)
 scan_cache.save_scan = held
+real_write = report_page.write
+def slow_write(*args, **kwargs):
+  time.sleep(3)
+  return real_write(*args, **kwargs)
+report_page.write = slow_write
 sys.argv = ["tfds", *sys.argv[2:]]
 main.launch_cli()
 """
@@ -91,6 +98,10 @@ def test_builds_at_once_wait_for_the_one_that_builds_and_share_its_scan(tmp_path
   assert "korean_food/224: train " in first_said and "korean_food/224: train " not in second_said
   assert "Reusing dataset korean_food" in second_said and "Reusing the scan" not in second_said
   assert "SplitInfo num_examples=" in second_said  # Its info is the build's it reused.
+  # The page is the first build's, with its build time: the waiting build left it as it was.
+  assert "wrote the missing report page" not in second_said
+  page = (data_dir / "korean_food" / "224" / VERSION / "report.html").read_text(encoding="utf-8")
+  assert "s (scan and conversion)" in page and "not recorded (this page was written after" not in page
   config_dir = data_dir / "korean_food" / "224"
   assert sorted(p.name for p in config_dir.iterdir()) == [".photo_datasets.lock", VERSION]
   assert not list((data_dir / "downloads" / "scans").glob("*.lock"))

@@ -203,14 +203,15 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
           if disk.is_out_of_space(e) and not isinstance(e, disk.NotEnoughDiskSpace):
             raise disk.out_of_space(self._full_name, os.fspath(self._data_dir_root), self._build.needed_bytes) from e
           raise
-      if not (self.data_path / croissant.FILE_NAME).exists():
-        try:
-          path = croissant.write(self.info, self.data_path)
-        except OSError as e:  # A read-only copy of a dataset still loads.
-          logging.warning("Could not write the Croissant description in %s: %s", self.data_path, e)
-        else:
-          logging.debug("Wrote the Croissant description %s", path)
-      self._write_report_page()
+        # Under the lock: a build waiting for this one finds them written and keeps them.
+        if not (self.data_path / croissant.FILE_NAME).exists():
+          try:
+            path = croissant.write(self.info, self.data_path)
+          except OSError as e:  # A read-only copy of a dataset still loads.
+            logging.warning("Could not write the Croissant description in %s: %s", self.data_path, e)
+          else:
+            logging.debug("Wrote the Croissant description %s", path)
+        self._write_report_page()
 
   def _say(self, note: str) -> None:
     """A line for the person running the build, named by config (printed once: not logged too)."""
