@@ -199,7 +199,12 @@ def _examine(path: str, size: int, mtime_ns: int) -> Archive | str | None:
   with open(path, "rb") as f:
     problem = zips.members(f, size, decode_name, incomplete.CHECKED_GROUP_MEMBERS)
     if not isinstance(problem, str):
-      return None
+      # Its own directory agrees; where its group zips' do not, its last piece may have stayed
+      # last in a name-order join. Else it reads in place, a damaged group zip skipped.
+      if incomplete.problem_of(f, size) is None:
+        return None
+      joined = name_order.find_join(f, path, size, end_in_place=True)
+      return Archive(path, tuple(joined[0]), (path,), note=joined[1]) if joined else None
     if zips.read_at(f, 0, 4) != zips.LOCAL_SIGNATURE:
       return problem
     joined = name_order.find_join(f, path, size)

@@ -19,19 +19,24 @@ from korean_food.names import decode_name
 from photo_datasets.archives import pieces as pieced
 from photo_datasets.archives import zips
 
-_MIN_PIECE, _MAX_PIECE = 1 << 20, 4 << 30  # The round sizes tried first.
+# The round sizes tried first: where the last piece by name is also the last by offset, the end
+# record lies at the file's end whatever the piece size, and only these are found.
+_MIN_PIECE, _MAX_PIECE = 512, 4 << 30
 
 
-def find_join(f: zips.Seekable, path: str, size: int) -> tuple[list[pieced.Extent], str] | None:
+def find_join(f: zips.Seekable, path: str, size: int,
+              end_in_place: bool = False) -> tuple[list[pieced.Extent], str] | None:
   """The file at `path` as pieces joined in name order, if a piece size puts
   its zip together: AIHub's and other round sizes first (a few bytes read
   each), then the sizes that put an end record found in the file where such
-  a join has it (the file read once, only where it is no cut download)."""
+  a join has it (the file read once, only where it is no cut download). With
+  `end_in_place` (the zip's own end record and directory agree: its last
+  piece stayed last), the round sizes only: no other size moves no end record."""
   for piece_size in pieced.piece_sizes(size, _MIN_PIECE, _MAX_PIECE):
     at = _end_record_at(path, size, piece_size)
     if zips.read_at(f, at, 4) == zips.END_SIGNATURE and _joins(path, size, piece_size):
       return _joined(path, size, _smallest_alike(path, size, piece_size))
-  if _cut_from_start(f, size):
+  if end_in_place or _cut_from_start(f, size):
     return None
   for end in zips.end_records(f, size):
     for piece_size in pieced.text_order_sizes(size, end):

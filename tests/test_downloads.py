@@ -45,6 +45,7 @@ from photo_datasets.testing import build, read_examples
 import benchmark_corpus
 
 SAMPLE_ZIP = pathlib.Path(korean_food.__file__).parent / "sample" / "kfood.zip"
+FLOWERS = pathlib.Path(korean_food.__file__).parents[1] / "flowers_dataset" / "sample" / "flower_photos"
 
 
 def is_padding(parts: tuple[str, ...]) -> bool:
@@ -311,6 +312,33 @@ def test_a_name_order_join_of_small_pieces_is_found_and_named_as_it_arrived(real
   assert walked(joined.parent) == expected[realistic]
   assert "is in order" in repair.repair(os.fspath(joined))
   assert joined.read_bytes() == realistic.zip.read_bytes()
+
+
+def test_a_name_order_join_whose_last_piece_stays_last_is_found(tmp_path):
+  """14 pieces of 512 KiB: the last by name is also the last by offset, so the
+  end record lies at the file's end whatever the piece size, and only the
+  round sizes tried first can find it (those below 1 MiB included)."""
+  photos = {f"구이/갈비구이/Img_000_{i:04d}.jpg": path.read_bytes()
+            for i, path in enumerate(sorted(FLOWERS.glob("*/*.jpg")))}
+  group = testing.zip_bytes(photos)
+
+  def kfood(padding: int) -> bytes:
+    return testing.zip_bytes({"구이.zip": group, "padding/pad.bin": bytes(padding)}, dirs=False)
+
+  whole = tmp_path / "whole" / "kfood.zip"
+  whole.parent.mkdir()
+  whole.write_bytes(kfood(7_000_000 - len(kfood(0))))  # Stored: the padding adds its length.
+  piece_size = 512 << 10
+  order = pieced.text_order(7_000_000, piece_size)
+  assert os.path.getsize(whole) == 7_000_000 and order[-1] == 13 * piece_size and order != sorted(order)
+  written = testing.write_pieces(whole, tmp_path / "pieces", piece_size)
+  joined = tmp_path / "manual" / "kfood.zip"
+  joined.parent.mkdir()
+  testing.join_in_name_order(written, joined)
+  (archive,) = download.find(joined.parent)
+  assert pieced.runs(archive.extents) == pieced.runs(_true_places(written, joined))
+  assert f"14 pieces of {pieced.size_in_words(piece_size)} joined in name order" in archive.note
+  assert walked(joined.parent) == walked(whole.parent) and len(walked(whole.parent)) == len(photos)
 
 
 def _offset(piece: pathlib.Path) -> int:
