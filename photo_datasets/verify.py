@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> None:
   """`python -m photo_datasets.verify NAME`: a built config checked against its fingerprint."""
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("name", help="a built config (e.g. korean_food/224) or its folder")
-  parser.add_argument("--data_dir", help="where it was built (default: TFDS's, ~/tensorflow_datasets)")
+  parser.add_argument("--data_dir",
+                      help="where it was built (default: TFDS's, ~/tensorflow_datasets)")
   parser.add_argument("--fingerprint", type=_sha256,
                       help="the fingerprint the copy should have (e.g. a colleague's)")
   args = parser.parse_args(argv)

@@ -208,7 +208,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
           try:
             path = croissant.write(self.info, self.data_path)
           except OSError as e:  # A read-only copy of a dataset still loads.
-            logging.warning("Could not write the Croissant description in %s: %s", self.data_path, e)
+            logging.warning("Could not write the Croissant description in %s: %s",
+                            self.data_path, e)
           else:
             logging.debug("Wrote the Croissant description %s", path)
         self._write_report_page()

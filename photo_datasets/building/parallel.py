@@ -70,9 +70,9 @@ def _context() -> multiprocessing.context.BaseContext:
   loaded modules, and the workers only run PIL and hashlib, never TensorFlow."""
   method = os.environ.get(START_METHOD_ENV, "").strip()
   if method:
-    if method not in multiprocessing.get_all_start_methods():
-      raise ValueError(f"${START_METHOD_ENV} must be one of {', '.join(multiprocessing.get_all_start_methods())}"
-                       f", got {method!r}.")
+    methods = multiprocessing.get_all_start_methods()
+    if method not in methods:
+      raise ValueError(f"${START_METHOD_ENV} must be one of {', '.join(methods)}, got {method!r}.")
     return multiprocessing.get_context(method)
   if sys.platform.startswith("linux"):
     return multiprocessing.get_context("fork")

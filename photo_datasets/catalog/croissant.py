@@ -57,9 +57,7 @@ def metadata(info: tfds.core.DatasetInfo, data_dir: epath.PathLike) -> mlc.Metad
   suffix = splits[0].filename_template.filetype_suffix
   paths = [epath.Path(data_dir) / name for split in splits for name in split.filenames]
   kept = dict(info.metadata or {}).get(fingerprint.METADATA_KEY) or {}
-  known = dict(kept.get("files") or {})
-  missing = [path for path in paths if path.name not in known]
-  known.update(zip((path.name for path in missing), fingerprint.hash_files(missing), strict=True))
+  known = fingerprint.sha256_by_name(paths, kept.get("files") or {})
   files: list[mlc.FileObject | mlc.FileSet] = [_record_file(path, suffix, known[path.name])
                                                for path in paths]
   files.append(mlc.FileSet(
@@ -70,9 +68,7 @@ def metadata(info: tfds.core.DatasetInfo, data_dir: epath.PathLike) -> mlc.Metad
                 if isinstance(feature, tfds.features.ClassLabel)]
   return mlc.Metadata(
       name=f"{info.name}/{info.config_name}",
-      description=(f"{info.description.strip()}\n\nConfig `{info.config_name}`: {info.config_description}"
-                   + (f"\n\nFingerprint (SHA-256, `python -m photo_datasets.verify`): {kept['sha256']}"
-                      if kept.get("sha256") else "")),
+      description=_description(info, kept.get("sha256")),
       version=str(info.version),
       url=info.homepage,
       cite_as=info.citation.strip(),
@@ -81,6 +77,14 @@ def metadata(info: tfds.core.DatasetInfo, data_dir: epath.PathLike) -> mlc.Metad
       distribution=files,
       record_sets=[_splits(splits), *label_sets, _examples(info)],
   )
+
+
+def _description(info: tfds.core.DatasetInfo, sha256: str | None) -> str:
+  """The dataset's description, its config's, and the config's fingerprint where it has one."""
+  text = f"{info.description.strip()}\n\nConfig `{info.config_name}`: {info.config_description}"
+  if sha256:
+    text += f"\n\nFingerprint (SHA-256, `python -m photo_datasets.verify`): {sha256}"
+  return text
 
 
 def _record_file(path: epath.Path, suffix: str, sha256: str) -> mlc.FileObject:

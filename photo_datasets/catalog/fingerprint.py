@@ -37,8 +37,8 @@ METADATA_KEY = "fingerprint"
 _RECORD_FILE = re.compile(r"\.([a-z_]+)-\d{5}-of-\d{5}$")
 # The libraries whose versions can change the bytes: the records' format, the
 # JPEG encoder and decoders, and the scan's near-copy and series groups.
-_DISTRIBUTIONS = ("tensorflow-datasets", "protobuf", "pillow", "simplejpeg", "opencv-python-headless",
-                  "numpy")
+_DISTRIBUTIONS = ("tensorflow-datasets", "protobuf", "pillow", "simplejpeg",
+                  "opencv-python-headless", "numpy")
 
 
 def file_sha256(path: epath.PathLike) -> str:
@@ -57,6 +57,14 @@ def hash_files(paths: Sequence[epath.Path]) -> list[str]:
     return []
   with concurrent.futures.ThreadPoolExecutor(min(len(paths), os.cpu_count() or 1)) as pool:
     return list(pool.map(file_sha256, paths))
+
+
+def sha256_by_name(paths: Sequence[epath.Path], known: Mapping[str, str]) -> dict[str, str]:
+  """File name -> SHA-256 of each of `paths`: from `known` (by name, as its
+  writer hashed it), else read here."""
+  missing = [path for path in paths if path.name not in known]
+  read = dict(zip((path.name for path in missing), hash_files(missing), strict=True))
+  return {path.name: known.get(path.name) or read[path.name] for path in paths}
 
 
 def features_sha256(features: Any) -> dict[str, str]:
@@ -104,9 +112,8 @@ def record(info: Any, data_dir: epath.PathLike, known: Mapping[str, str]) -> dic
   the fingerprint, its record files' hashes (those not in `known`, file name
   -> SHA-256, read here) and the libraries' versions."""
   names = record_files(info)
-  missing = [name for name in names if name not in known]
-  hashed = dict(zip(missing, hash_files([epath.Path(data_dir) / n for n in missing]), strict=True))
-  files = [(name, known.get(name) or hashed[name]) for name in names]
+  hashed = sha256_by_name([epath.Path(data_dir) / name for name in names], known)
+  files = [(name, hashed[name]) for name in names]
   features = features_sha256(info.features)
   shards = [(name, list(split.shard_lengths)) for name, split in info.splits.items()]
   made = text(features, shards, files)
@@ -171,7 +178,7 @@ def verify(data_dir: epath.PathLike, metadata: Mapping[str, Any], expected: str 
     raise Mismatch(f"{folder} does not match its fingerprint {kept['sha256']}:\n  "
                    + "\n  ".join(problems))
   if expected is not None and expected.strip().lower() != kept["sha256"]:
-    raise Mismatch(f"{folder} is intact (fingerprint {kept['sha256']}), but it is not the build whose "
-                   f"fingerprint is {expected.strip()}: compare the two builds' record of versions "
-                   f"(metadata.json, \"{METADATA_KEY}\") and their sources")
+    raise Mismatch(f"{folder} is intact (fingerprint {kept['sha256']}), but it is not the "
+                   f"build whose fingerprint is {expected.strip()}: compare the two builds' "
+                   f"record of versions (metadata.json, \"{METADATA_KEY}\") and their sources")
   return str(kept["sha256"])

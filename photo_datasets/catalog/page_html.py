@@ -84,7 +84,8 @@ def _overview(page: PageData) -> str:
   rows.append(("build time", f"{page.build_seconds:.1f} s (scan and conversion)" if page.build_seconds is not None
                else "not recorded (this page was written after the build)"))
   rows += [(key, f"{value:,}") for key, value in sorted(report.counts.items())]
-  rows.append(("fingerprint (SHA-256)", page.fingerprint or "not recorded (built before fingerprints)"))
+  rows.append(("fingerprint (SHA-256)",
+               page.fingerprint or "not recorded (built before fingerprints)"))
   if page.channel_mean and page.channel_std:
     rows.append(("train channel mean / std (R, G, B, 0–255)",
                  f"{', '.join(f'{v:.1f}' for v in page.channel_mean)} / "
@@ -94,7 +95,8 @@ def _overview(page: PageData) -> str:
           f'<p class="muted">The same facts as data: <code>{CSV_NAME}</code> (every flagged photo) beside this '
           "page, and <code>tfds.builder(...).info.metadata</code> (class counts per split, class weights, the "
           "train split's channel mean and std, everything on this page). "
-          f"<code>python -m photo_datasets.verify {_e(page.dataset)} --data_dir {_e(page.data_dir)}</code> "
+          f"<code>python -m photo_datasets.verify {_e(page.dataset)} "
+          f"--data_dir {_e(page.data_dir)}</code> "
           "checks a copy against the fingerprint.</p></section>")
 
 
