@@ -60,7 +60,7 @@ def flickr_id(file_name: str) -> int | None:
 class Builder(builder.PhotoBuilder[epath.Path]):
   """The 3,670 TensorFlow flower photos in 5 classes."""
 
-  VERSION = tfds.core.Version("1.5.0")
+  VERSION = tfds.core.Version("1.6.0")
   RELEASE_NOTES = {
       "1.0.0": "Initial release.",
       "1.1.0": "Splits may change: photos of one class close in their Flickr id (upload order) that show "
@@ -75,6 +75,9 @@ class Builder(builder.PhotoBuilder[epath.Path]):
       "1.5.0": "Same examples and splits as 1.4.0; the record files' bytes change: every record is "
                "serialised deterministically, so the same download gives the same files in every build, and "
                "the metadata keeps a fingerprint of them (`python -m photo_datasets.verify`; docs/building.md).",
+      "1.6.0": "Splits may change: within the window of neighbours geometry decides: enough keypoints "
+               "that fit one change of viewpoint (a homography) join two shots whatever their colours, "
+               "so a second shot in other light or from another angle joins its first (docs/splits.md).",
   }
   DOWNLOADS_ITS_SOURCE = True
   MANUAL_DOWNLOAD_INSTRUCTIONS = f"""

@@ -27,7 +27,7 @@ _LICENSE = (
 class Builder(builder.PhotoBuilder[download.Download]):
   """150 Korean dishes in 27 groups, 150,513 web photos, with crop boxes."""
 
-  VERSION = tfds.core.Version("1.5.0")
+  VERSION = tfds.core.Version("1.6.0")
   RELEASE_NOTES = {
       "1.0.0": "Initial release.",
       "1.1.0": "Splits change: a blog's several shots of one dish (photos close in their `Img_XXX_YYYY` "
@@ -48,6 +48,9 @@ class Builder(builder.PhotoBuilder[download.Download]):
                "docs/building.md). A damaged download keeps more photos: a zip with ZIP64 end records beside "
                "normal classic fields is read, and a group zip with one damaged directory entry loses that "
                "photo only (docs/downloads.md#damaged-archives).",
+      "1.6.0": "Splits may change: within the window of neighbours geometry decides: enough keypoints "
+               "that fit one change of viewpoint (a homography) join two shots whatever their colours, "
+               "so a second shot in other light or from another angle joins its first (docs/splits.md).",
   }
   READER = corpus.Reader
   REPORT_NOTE = (

@@ -52,14 +52,17 @@ _HUES, _SATURATIONS, _VALUES = 12, 4, 4
 BINS = _HUES * _SATURATIONS * _VALUES + _VALUES  # The last _VALUES bins hold the grey pixels.
 HISTOGRAM_BYTES = 2 * BINS  # uint16 counts of _SIDE² pixels.
 # Colour alone joins shots of one scene that overlap by SURE or more; a pair of
-# the window that overlaps less joins only when enough of its keypoints fit one
-# similarity: CLOSE_INLIERS from CLOSE, MIN_INLIERS from BAND; below BAND, never
-# (benchmarks/series_tuning.py). Unrelated pairs reach 4 inliers by chance.
+# the window that overlaps less joins when enough of its keypoints fit one change
+# of viewpoint: CLOSE_INLIERS from CLOSE, MIN_INLIERS from BAND, STRONG_INLIERS
+# below it, whatever the colours: a lamp or a window changes a plate's colours,
+# not its geometry (benchmarks/series_tuning.py, docs/splits.md). Colour only
+# makes a pair cheaper: a sure join, or fewer inliers asked where it agrees.
 SURE = 0.78
 CLOSE = 0.70
 CLOSE_INLIERS = 5
 BAND = 0.40
 MIN_INLIERS = 8
+STRONG_INLIERS = 10
 WINDOW = 4  # Each photo is compared with the next WINDOW photos of its class.
 # A series grows by its closest links first and stops at this many photos: one
 # blog post's shots of a dish, not a chain of look-alikes drifting through a class.
@@ -86,28 +89,35 @@ _INLIER_PX = 3.0  # RANSAC's reprojection threshold, in pixels of the keypoint p
 # wider shot by its scale; the smaller spread alone held that against close-ups).
 _SCALES = (0.25, 4.0)
 _SPREAD_PX = 8.0
+# A second shot's tilt: the homography may stretch one way at most this much more than the other
+# (a keystone of 30 % stretches by 1.4), and the depth across the inliers vary by at most this ratio.
+_STRETCH = 2.0
+_DEPTH_RATIO = 1.6
+_MODEL_POINTS = 4  # A homography's own sample fits exactly: only inliers beyond it are evidence.
+_ITERATIONS = 500
 
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
   """When two photos are one series: their colours overlap by `sure`, or by
-  `close` and `close_inliers` keypoints fit one similarity, or by `band` and
-  `min_inliers` keypoints do."""
+  `close` and `close_inliers` keypoints fit one change of viewpoint, or by
+  `band` and `min_inliers` keypoints do, or `strong_inliers` do whatever the
+  colours."""
 
   sure: float = SURE
   close: float = CLOSE
   close_inliers: int = CLOSE_INLIERS
   band: float = BAND
   min_inliers: int = MIN_INLIERS
+  strong_inliers: int = STRONG_INLIERS
 
-  def inliers_needed(self, colours: float) -> int | None:
-    """The inliers a pair whose colours overlap by `colours` needs: 0 from
-    `sure`, None (never joined) below `band`."""
+  def inliers_needed(self, colours: float) -> int:
+    """The inliers a pair whose colours overlap by `colours` needs: 0 from `sure`."""
     if colours >= self.sure:
       return 0
     if colours >= self.close:
       return self.close_inliers
-    return self.min_inliers if colours >= self.band else None
+    return self.min_inliers if colours >= self.band else self.strong_inliers
 
 
 RULE = Rule()
@@ -271,14 +281,32 @@ def _ratio_matches(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> tupl
   return good, nearest[good]
 
 
-def _fit(a: _Keypoints, b: _Keypoints, least: int) -> int:
-  (where_a, descriptors_a), (where_b, descriptors_b) = a, b
-  if len(where_a) < 3 or len(where_b) < 3:
-    return 0
-  good, nearest = _ratio_matches(descriptors_a, descriptors_b)
-  if len(good) < max(least, 3):  # Too few matches to make `least` inliers: no geometry to fit.
-    return 0
-  points_a, points_b = where_a[good], where_b[nearest]
+def _plausible(fit: npt.NDArray[np.float64], points_a: npt.NDArray[np.float32],
+               points_b: npt.NDArray[np.float32]) -> bool:
+  """Whether a homography of `points_a` onto `points_b` (its inliers) is a change of viewpoint
+  of one scene: another cook's plate gives a few chance inliers that a homography, free to
+  stretch and bend, can fit, and these guards turn them away."""
+  fit = fit / fit[2, 2]
+  x, y = points_a.mean(axis=0)
+  depth = fit[2, 0] * x + fit[2, 1] * y + 1
+  # Its local linear part at the inliers' centre: a zoom, a turn, a tilt.
+  local = (fit[:2, :2] - np.outer(fit[:2, :2] @ (x, y) + fit[:2, 2], fit[2, :2]) / depth) / depth
+  determinant = float(np.linalg.det(local))
+  if determinant <= 0:  # A mirror or a fold: no camera does that.
+    return False
+  stretch = np.linalg.svd(local, compute_uv=False)
+  if not _SCALES[0] <= determinant**0.5 <= _SCALES[1] or stretch[0] > _STRETCH * stretch[1]:
+    return False
+  corners = np.array([(u, v) for u in (points_a[:, 0].min(), points_a[:, 0].max())
+                      for v in (points_a[:, 1].min(), points_a[:, 1].max())])
+  depths = corners @ fit[2, :2] + 1  # A plausible tilt changes depth across the inliers a little.
+  if depths.min() <= 0 or depths.max() > _DEPTH_RATIO * depths.min():
+    return False
+  spread = float(points_a.std(axis=0).min() * points_b.std(axis=0).min()) ** 0.5
+  return spread >= _SPREAD_PX
+
+
+def _similarity(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.float32]) -> int:
   cv2.setRNGSeed(0)  # RANSAC's samples: the same photos, the same count.
   fit, mask = cv2.estimateAffinePartial2D(points_a, points_b, method=cv2.RANSAC,
                                           ransacReprojThreshold=_INLIER_PX, maxIters=500, refineIters=0)
@@ -288,6 +316,36 @@ def _fit(a: _Keypoints, b: _Keypoints, least: int) -> int:
   scale = float(np.hypot(fit[0, 0], fit[1, 0]))
   spread = float(points_a[kept].std(axis=0).min() * points_b[kept].std(axis=0).min()) ** 0.5
   return int(kept.sum()) if _SCALES[0] <= scale <= _SCALES[1] and spread >= _SPREAD_PX else 0
+
+
+def _homography(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.float32]) -> int:
+  cv2.setRNGSeed(0)  # MAGSAC's samples too: the same photos, the same count.
+  fit, mask = cv2.findHomography(points_a, points_b, cv2.USAC_MAGSAC, _INLIER_PX, maxIters=_ITERATIONS,
+                                 confidence=0.999)
+  if fit is None or mask is None:
+    return 0
+  kept = mask.ravel().astype(bool)
+  count = int(kept.sum())
+  if count <= _MODEL_POINTS or not _plausible(fit, points_a[kept], points_b[kept]):
+    return 0
+  return count
+
+
+def _fit(a: _Keypoints, b: _Keypoints, least: int) -> int:
+  """The inliers of the better of two models of a second shot: a similarity (a zoom or a turn, which
+  its 2-point samples find on few matches, where a homography's 4 can settle on a wrong fit) and a
+  homography (a tilt: the plate seen from higher or from a side, which a similarity cannot map)."""
+  (where_a, descriptors_a), (where_b, descriptors_b) = a, b
+  if len(where_a) < 3 or len(where_b) < 3:
+    return 0
+  good, nearest = _ratio_matches(descriptors_a, descriptors_b)
+  if len(good) < max(least, 3):  # Too few matches to make `least` inliers: no geometry to fit.
+    return 0
+  points_a, points_b = where_a[good], where_b[nearest]
+  similar = _similarity(points_a, points_b)
+  if similar >= least or len(good) <= _MODEL_POINTS:  # Enough already, or too few for a homography.
+    return similar
+  return max(similar, _homography(points_a, points_b))
 
 
 def inliers(a: bytes, b: bytes, least: int = 3) -> int:
@@ -301,7 +359,7 @@ def inliers(a: bytes, b: bytes, least: int = 3) -> int:
 def joined(a: bytes, b: bytes, rule: Rule = RULE) -> bool:
   """Whether two photos' features (`describe`) look like shots of one scene by `rule`."""
   needed = rule.inliers_needed(overlap(a, b))
-  return needed is not None and (needed == 0 or inliers(a, b, needed) >= needed)
+  return needed == 0 or inliers(a, b, needed) >= needed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -367,10 +425,10 @@ def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Cal
     for k, i in enumerate(order.tolist()):
       for step in range(1, min(window, len(order) - 1 - k) + 1):
         value, j = overlaps[step - 1][k], int(order[k + step])
-        needed = rule.inliers_needed(value)  # Colour decides above the band and below; keypoints in it.
+        needed = rule.inliers_needed(value)  # Colour joins the surest pairs; geometry decides the rest.
         if needed == 0:
           found.append((value, min(i, j), max(i, j)))
-        elif needed is not None:
+        else:
           to_match.append((value, min(i, j), max(i, j), needed))
   counts = (count for run in pair_map(RunMatcher(features), _runs(to_match, window)) for count in run)
   return found + [(value, i, j) for (value, i, j, needed), count in zip(to_match, counts, strict=True)
