@@ -303,13 +303,14 @@ def _plausible(fit: npt.NDArray[np.float64], points_a: npt.NDArray[np.float32],
   if depths.min() <= 0 or depths.max() > _DEPTH_RATIO * depths.min():
     return False
   spread = float(points_a.std(axis=0).min() * points_b.std(axis=0).min()) ** 0.5
-  return spread >= _SPREAD_PX
+  return bool(spread >= _SPREAD_PX)
 
 
 def _similarity(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.float32]) -> int:
   cv2.setRNGSeed(0)  # RANSAC's samples: the same photos, the same count.
   fit, mask = cv2.estimateAffinePartial2D(points_a, points_b, method=cv2.RANSAC,
-                                          ransacReprojThreshold=_INLIER_PX, maxIters=500, refineIters=0)
+                                          ransacReprojThreshold=_INLIER_PX, maxIters=500,
+                                          refineIters=0)
   if fit is None:
     return 0
   kept = mask.ravel().astype(bool)
@@ -320,14 +321,15 @@ def _similarity(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.floa
 
 def _homography(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.float32]) -> int:
   cv2.setRNGSeed(0)  # MAGSAC's samples too: the same photos, the same count.
-  fit, mask = cv2.findHomography(points_a, points_b, cv2.USAC_MAGSAC, _INLIER_PX, maxIters=_ITERATIONS,
-                                 confidence=0.999)
+  fit, mask = cv2.findHomography(points_a, points_b, cv2.USAC_MAGSAC, _INLIER_PX,
+                                 maxIters=_ITERATIONS, confidence=0.999)
   if fit is None or mask is None:
     return 0
   kept = mask.ravel().astype(bool)
   count = int(kept.sum())
-  if count <= _MODEL_POINTS or not _plausible(fit, points_a[kept], points_b[kept]):
+  if count <= _MODEL_POINTS:
     return 0
+  return count if _plausible(np.asarray(fit, np.float64), points_a[kept], points_b[kept]) else 0
   return count
 
 

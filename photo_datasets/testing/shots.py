@@ -18,9 +18,9 @@ import io
 import numpy as np
 from PIL import Image, ImageOps
 
-# closer: a step closer (40 to 65 % of the photo, enlarged back) with the small tilt that step brings;
+# closer: a step closer (40 to 65 % of the photo, enlarged back) with the small tilt it brings;
 # angle: a view from higher or from a side (keystone of 15 to 30 %) and a turn of up to 8 degrees;
-# brightness, white balance, gamma: other light; jpeg: another quality and size; together: all of it.
+# brightness, white balance, gamma: other light; jpeg: another quality and size; together: all.
 KINDS = ("closer", "angle", "brightness", "white balance", "gamma", "jpeg", "together")
 
 
@@ -30,8 +30,8 @@ def _rng(name: str, kind: str, variant: int) -> np.random.Generator:
 
 
 def _view(image: Image.Image, corners: np.ndarray) -> Image.Image:
-  """The photo's view of the quadrilateral `corners` (top left, top right, bottom right, bottom left,
-  in px of the photo) stretched over the whole frame."""
+  """The photo's view of the quadrilateral `corners` (top left, top right, bottom right,
+  bottom left, in px of the photo) stretched over the whole frame."""
   width, height = image.size
   frame = np.array([(0, 0), (width, 0), (width, height), (0, height)], dtype=np.float64)
   rows = []
@@ -50,7 +50,8 @@ def _closer(image: Image.Image, rng: np.random.Generator, tilt: float) -> Image.
   corners = np.array([(cx - side / 2, cy - side / 2), (cx + side / 2, cy - side / 2),
                       (cx + side / 2, cy + side / 2), (cx - side / 2, cy + side / 2)])
   # Each corner moves by up to `tilt` of the crop's side, inward only, so it stays inside the photo.
-  corners += rng.uniform(0, tilt * side, size=(4, 2)) * np.array([(1, 1), (-1, 1), (-1, -1), (1, -1)])
+  inward = np.array([(1, 1), (-1, 1), (-1, -1), (1, -1)])
+  corners += rng.uniform(0, tilt * side, size=(4, 2)) * inward
   return _view(image, corners * (width, height))
 
 
@@ -92,7 +93,8 @@ def _jpeg(image: Image.Image, quality: int) -> bytes:
 
 
 def second_shot(data: bytes, name: str, kind: str, variant: int = 0) -> bytes:
-  """A JPEG of another shot of the photo in `data` (its file `name` seeds the draw) of `kind` (`KINDS`)."""
+  """A JPEG of another shot of the photo in `data` (its file `name` seeds the draw) of `kind`
+  (`KINDS`)."""
   rng = _rng(name, kind, variant)
   with Image.open(io.BytesIO(data)) as opened:
     image = ImageOps.exif_transpose(opened).convert("RGB")
