@@ -299,13 +299,61 @@ def keypoint_settings(count: int, passes: int = 5) -> dict[str, Any]:
   return {"photos": count, "settings": found}
 
 
+STRONGS = (8, 10, 12, 15, None)  # STRONG_INLIERS tried by --second_shots; None: never below BAND.
+
+
+def second_shots() -> dict[str, Any]:
+  """Each kfood and flowers photo's second shots (`shots.second_shot`, two of each kind) beside it,
+  which must join, and the look-alikes (four a class) with their second plate as a second shot of
+  each kind, which must not; for each STRONG_INLIERS of STRONGS, the counts joined on the photos
+  the parameters were chosen on and on the held-out rest (`shots.held_out`)."""
+  from photo_datasets.testing import shots
+
+  truth = ground_truth()
+  corpora = (Corpus(KFOOD, series_position), Corpus(FLOWERS, flickr_id))
+  made = {kind: [] for kind in shots.KINDS}  # (held out, first, second)
+  looks: dict[str, list[tuple[bool, bytes, bytes]]] = {kind: [] for kind in ("unchanged", *shots.KINDS)}
+  tests = _test_series()
+  for corpus in corpora:
+    for name, path, features in zip(corpus.names, corpus.paths, corpus.features, strict=True):
+      for kind in shots.KINDS:
+        for variant in range(2):
+          second = series.describe(images.decode_and_inspect(
+              shots.second_shot(path.read_bytes(), name, kind, variant))[1])
+          made[kind].append((shots.held_out(name), features, second))
+    for i, j in tests.look_alikes(corpus.names, corpus.features, truth, per_class=4):
+      held = shots.held_out(corpus.names[i] + corpus.names[j])
+      looks["unchanged"].append((held, corpus.features[i], corpus.features[j]))
+      for kind in shots.KINDS:
+        second = shots.second_shot(corpus.paths[j].read_bytes(), corpus.names[j], kind)
+        looks[kind].append((held, corpus.features[i],
+                            series.describe(images.decode_and_inspect(second)[1])))
+  result: dict[str, Any] = {}
+  for strong in STRONGS:
+    rule = series.Rule(strong_inliers=strong or 10**6)
+    row = {}
+    for part, held in (("chosen on", False), ("held out", True)):
+      row[part] = {
+          **{f"second shots {kind}": f"{sum(series.joined(a, b, rule) for h, a, b in pairs if h == held)}"
+                                     f" / {sum(h == held for h, _, _ in pairs)}" for kind, pairs in made.items()},
+          **{f"look-alikes {kind}": f"{sum(series.joined(a, b, rule) for h, a, b in pairs if h == held)}"
+                                    f" / {sum(h == held for h, _, _ in pairs)}" for kind, pairs in looks.items()}}
+    result[f"STRONG_INLIERS {strong or 'never'}"] = row
+  return result
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--mosaics", type=int, default=0, help="also the share joined among N benchmark photos")
   parser.add_argument("--keypoint_settings", type=int, default=0,
                       help="instead, each ORB setting's counts and cost, on N benchmark photos")
+  parser.add_argument("--second_shots", action="store_true",
+                      help="instead, second shots and look-alikes under each kind of change, both halves")
   parser.add_argument("--json", action="store_true")
   args = parser.parse_args()
+  if args.second_shots:
+    print(json.dumps(second_shots(), ensure_ascii=False, indent=1))
+    return
   if args.keypoint_settings:
     settings = keypoint_settings(args.keypoint_settings)
     if args.json:

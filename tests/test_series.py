@@ -37,6 +37,7 @@ from photo_datasets.building import scan
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, near_duplicates, records, series, splits
 from photo_datasets.photos.records import class_folder
+from photo_datasets.testing import shots
 
 KFOOD_SERIES = (
     tuple(f"찌개/동태찌개/Img_121_{i:04d}.jpg" for i in range(3, 10)),
@@ -165,6 +166,42 @@ def test_look_alikes_stay_apart(kfood):
   assert len(pairs) == 15 and max(series.overlap(features[i], features[j]) for i, j in pairs) > 0.75
   for i, j in pairs:
     assert series.links(["a/1", "a/2"], [features[i], features[j]], lambda n: int(n[-1]), class_folder) == []
+
+
+@pytest.fixture(scope="module")
+def second_shots(kfood):
+  """Each held-out photo's second shot of each kind (`shots.second_shot`), beside the photo."""
+  names, features, paths = kfood
+  held = [i for i, n in enumerate(names) if shots.held_out(n)]
+  return {kind: [(features[i], _features(shots.second_shot(paths[names[i]].read_bytes(), names[i], kind)))
+                 for i in held] for kind in shots.KINDS}
+
+
+@pytest.mark.real_photos
+def test_second_shots_as_people_take_them_join_their_first(kfood, second_shots):
+  """A step closer with its tilt, another angle (a homography, not the similarity of a crop), other
+  light, another JPEG, and all of these: at least 95 % of each kind joins. Other light moves the
+  colours below the band for some (geometry joins them whatever the colours)."""
+  for kind, pairs in second_shots.items():
+    assert len(pairs) >= 20
+    joined = sum(_joined_pair(whole, other) for whole, other in pairs)
+    assert joined >= 0.95 * len(pairs), (kind, joined, len(pairs))
+  light = [pair for kind in ("brightness", "white balance", "gamma") for pair in second_shots[kind]]
+  assert any(series.overlap(whole, other) < series.BAND for whole, other in light)
+
+
+@pytest.mark.real_photos
+def test_look_alikes_stay_apart_under_the_same_changes(kfood):
+  """The look-alikes, the second plate of each shot again as a second shot of each kind: at most
+  one pair in twenty joins, and no kind joins more than one."""
+  names, features, paths = kfood
+  joined = []
+  for i, j in look_alikes(names, features, KFOOD_SERIES):
+    data = paths[names[j]].read_bytes()
+    joined += [(kind, _joined_pair(features[i], _features(shots.second_shot(data, names[j], kind))))
+               for kind in shots.KINDS]
+  assert sum(join for _, join in joined) <= len(joined) / 20
+  assert all(sum(join for k, join in joined if k == kind) <= 1 for kind in shots.KINDS)
 
 
 @pytest.mark.real_photos
