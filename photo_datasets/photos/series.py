@@ -330,7 +330,6 @@ def _homography(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.floa
   if count <= _MODEL_POINTS:
     return 0
   return count if _plausible(np.asarray(fit, np.float64), points_a[kept], points_b[kept]) else 0
-  return count
 
 
 def _fit(a: _Keypoints, b: _Keypoints, least: int) -> int:
@@ -351,10 +350,10 @@ def _fit(a: _Keypoints, b: _Keypoints, least: int) -> int:
 
 
 def inliers(a: bytes, b: bytes, least: int = 3) -> int:
-  """How many keypoints of two photos' features fit one similarity (shift,
-  rotation, scale) by RANSAC: many for two shots of one plate, even at another
-  zoom, few for two plates that only share their colours. 0 when fewer than
-  `least` keypoints match at all (they could not make `least` inliers)."""
+  """How many keypoints of two photos' features fit one change of viewpoint (`_fit`): many for
+  two shots of one plate, even at another zoom, angle or light, few for two plates that only
+  share their colours. 0 when fewer than `least` keypoints match at all (they could not make
+  `least` inliers)."""
   return _fit(_keypoints(a), _keypoints(b), least)
 
 
