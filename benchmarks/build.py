@@ -66,6 +66,9 @@ with more cores than this one would see (reading and TFDS's writer excluded).
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
+import dataclasses
 import glob
 import io
 import json
@@ -76,6 +79,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from collections.abc import Sequence
 from typing import Any
 from unittest import mock
 
@@ -187,7 +191,6 @@ def series_costs(count: int, total: int = 150_513) -> None:
 
   from photo_datasets.building import parallel, scan
   from photo_datasets.photos import series
-  from photo_datasets.photos.records import class_folder
   name, photos = benchmark_corpus.photos(min(count, 300))
   candidates = [records.Candidate(f"a/b/Img_000_{i:05d}.jpg", (), data) for i, data in enumerate(photos)]
 
@@ -227,38 +230,101 @@ def series_costs(count: int, total: int = 150_513) -> None:
     kept.add(f)
   held = tracemalloc.get_traced_memory()[0]
   tracemalloc.stop()
+  kept.close()
   print(f"features of {total:,} photos: {sum(map(len, every)) / 1e6:,.0f} MB, of which the scan's main process "
         f"holds {held / 1e6:,.0f} MB (histograms; the keypoints wait in a temporary file)")
+  kind, names, every = _window_population(total, features, names, every)
+  per_photo = medians["with the series features"] - without
+  groupings: dict[str, list[tuple[int, float, float, list[list[int]]]]] = {arm: [] for arm in _RULES}
+  for _ in range(3):  # Alternating passes, medians: the two rules side by side.
+    for arm, (rule, patches) in _RULES.items():
+      groupings[arm].append(_grouping(names, every, rule, patches))
+  for arm, tries in groupings.items():
+    matched, _, _, found = tries[0]
+    cpu, wall = (statistics.median(float(grouped[k]) for grouped in tries) for k in (1, 2))
+    sizes = sorted(map(len, found))
+    matching = cpu / len(names) * 1e3
+    print(f"{arm}: series.groups over {len(names):,} {kind} in their classes (window {series.WINDOW}) on "
+          f"{parallel.default_workers()} worker processes, median of 3 alternating passes: keypoints "
+          f"matched for {matched:,} pairs ({matched / max(_window_pairs(names), 1):.0%} of the window's "
+          f"pairs), {wall:.1f} s, {cpu:.1f} s CPU (main process and workers: reading, sending, matching, "
+          f"grouping), {cpu / max(matched, 1) * 1e3:.2f} ms CPU a matched pair; {len(found):,} series of "
+          f"{sum(sizes):,} photos, largest {sizes[-1] if sizes else 0} (at most {series.MAX_SERIES}); "
+          f"the whole series per photo: {per_photo:.2f} ms features + {matching:.2f} ms matching = "
+          f"{per_photo + matching:.2f} ms, {(per_photo + matching) / naive:.0%} of the naive loop")
 
-  def position(file_name: str) -> int:
-    return int(file_name[-9:-4])
 
-  # Neighbours in a class are 150 names apart; a sample of them, for the share matched.
-  overlaps = [series.overlap(every[i], every[i + step])
-              for i in range(0, total - 600, 997) for step in range(150, 601, 150)]
+# The series rule of today and version 1.5.0's (a similarity alone, and colour below BAND never
+# joined), grouped side by side in one run: the cost of the change, everything counted.
+_RULES: dict[str, tuple[Any, dict[str, Any]]] = {
+    "version 1.5.0's rule": ("1.5.0", {"_homography": lambda points_a, points_b: 0}),
+    "today's rule": ("today", {}),
+}
+
+
+def _window_population(total: int, features: list[bytes], names: list[str],
+                       every: list[bytes]) -> tuple[str, list[str], list[bytes]]:
+  """The photos to group: the real kfood photos of ../shared in their classes and order, each class
+  copied under new names until `total`, so the window's pairs are the real photos' own and fall
+  in the band as often; the benchmark's photos drawn at random where ../shared is absent."""
+  from korean_food.listing import series_position
+  from photo_datasets.photos import images, series
+  root = benchmark_corpus.REALDATA / "kfood"
+  paths = sorted(p for p in root.rglob("*") if p.suffix.lower() in (".jpg", ".jpeg")) if root.exists() else []
+  if not paths:
+    return f"photos drawn at random from the {len(features)}", names, every
+  real = [(p.relative_to(root).as_posix(), series.describe(images.decode_and_inspect(p.read_bytes())[1]))
+          for p in paths]
+  copied_names, copied = [], []
+  for copy in range(total // len(real) + 1):
+    for name, described in real:
+      folder, file_name = name.rsplit("/", 1)
+      where = series_position(file_name)
+      copied_names.append(f"{folder}_{copy}/Img_000_{where:04d}.jpg" if where is not None else
+                          f"{folder}_{copy}/{file_name}")
+      copied.append(described)
+  return f"real kfood photos ({len(real)}, copied)", copied_names[:total], copied[:total]
+
+
+def _window_pairs(names: Sequence[str]) -> int:
+  from photo_datasets.photos import series
+  from photo_datasets.photos.records import class_folder
+  sizes = collections.Counter(map(class_folder, names))
+  return sum(sum(min(series.WINDOW, n - 1 - k) for k in range(n)) for n in sizes.values())
+
+
+def _grouping(names: list[str], every: list[bytes], rule: str,
+              patches: dict[str, Any]) -> tuple[int, float, float, list[list[int]]]:
+  """`series.groups` as the scan runs it (features in a `FeatureFile`, matched on a worker pool of
+  every core), with `rule`: the pairs matched, CPU seconds (main process and workers), wall seconds."""
+  from korean_food.listing import series_position
+  from photo_datasets.building import parallel
+  from photo_datasets.photos import series
+  from photo_datasets.photos.records import class_folder
+  kept = series.FeatureFile()
+  for f in every:
+    kept.add(f)
   matched = 0
 
-  def pool_map(task: Any, runs: Any) -> Any:  # As the scan matches them: its worker pool, every core.
+  def pool_map(task: Any, runs: Any) -> Any:
     def counted() -> Any:
       nonlocal matched
       for run in runs:
         matched += len(run.pairs)
         yield run
-    return parallel.ordered_map(task, counted(), workers=workers, chunk=1, on_crash=series.unmatched)
+    return parallel.ordered_map(task, counted(), workers=parallel.default_workers(), chunk=1,
+                                on_crash=series.unmatched)
 
-  workers = parallel.default_workers()
-  before, start, wall = _cpu_seconds(), time.process_time(), time.perf_counter()
-  found = series.groups(names, kept, position, class_folder, pair_map=pool_map)
-  seconds, cpu, wall = time.process_time() - start, _cpu_seconds() - before, time.perf_counter() - wall
+  chosen = series.RULE if rule == "today" else dataclasses.replace(series.RULE, strong_inliers=None)
+  with contextlib.ExitStack() as stack:  # Patched before the pool forks: its workers fit the same.
+    for attribute, value in patches.items():
+      stack.enter_context(mock.patch.object(series, attribute, value))
+    before, wall = _cpu_seconds(), time.perf_counter()
+    found = series.groups(names, kept, lambda name: series_position(name.rsplit("/", 1)[-1]),
+                          class_folder, chosen, pair_map=pool_map)
+    cpu, wall = _cpu_seconds() - before, time.perf_counter() - wall
   kept.close()
-  sizes = sorted(map(len, found))
-  share = statistics.mean(series.RULE.inliers_needed(v) not in (0, None) for v in overlaps)
-  print(f"series.groups over {total:,} photos in 150 classes (window {series.WINDOW}), each photo's features "
-        f"drawn at random from the {len(features)}, matched on {workers} worker processes: keypoints matched "
-        f"for {matched:,} pairs ({share:.0%} of a sample of the window's pairs); {wall:.1f} s, {cpu:.1f} s CPU "
-        f"({seconds:.1f} s of it in the main process), {cpu / max(matched, 1) * 1e3:.2f} ms CPU a matched pair; "
-        f"{len(found):,} series of {sum(sizes):,} photos, largest {sizes[-1] if sizes else 0} "
-        f"(at most {series.MAX_SERIES}), {sum(s > 10 for s in sizes)} of more than 10")
+  return matched, cpu, wall, found
 
 
 def _cpu_seconds() -> float:

@@ -109,10 +109,10 @@ class Rule:
   close_inliers: int = CLOSE_INLIERS
   band: float = BAND
   min_inliers: int = MIN_INLIERS
-  strong_inliers: int = STRONG_INLIERS
+  strong_inliers: int | None = STRONG_INLIERS  # None: below `band`, never (version 1.5.0's rule).
 
-  def inliers_needed(self, colours: float) -> int:
-    """The inliers a pair whose colours overlap by `colours` needs: 0 from `sure`."""
+  def inliers_needed(self, colours: float) -> int | None:
+    """The inliers a pair whose colours overlap by `colours` needs: 0 from `sure`, None for never."""
     if colours >= self.sure:
       return 0
     if colours >= self.close:
@@ -360,7 +360,7 @@ def inliers(a: bytes, b: bytes, least: int = 3) -> int:
 def joined(a: bytes, b: bytes, rule: Rule = RULE) -> bool:
   """Whether two photos' features (`describe`) look like shots of one scene by `rule`."""
   needed = rule.inliers_needed(overlap(a, b))
-  return needed == 0 or inliers(a, b, needed) >= needed
+  return needed is not None and (needed == 0 or inliers(a, b, needed) >= needed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -429,7 +429,7 @@ def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Cal
         needed = rule.inliers_needed(value)  # Colour joins the surest pairs; geometry decides the rest.
         if needed == 0:
           found.append((value, min(i, j), max(i, j)))
-        else:
+        elif needed is not None:
           to_match.append((value, min(i, j), max(i, j), needed))
   counts = (count for run in pair_map(RunMatcher(features), _runs(to_match, window)) for count in run)
   return found + [(value, i, j) for (value, i, j, needed), count in zip(to_match, counts, strict=True)
