@@ -45,6 +45,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
+from unittest import mock
 
 from PIL import Image
 
@@ -302,6 +303,12 @@ def keypoint_settings(count: int, passes: int = 5) -> dict[str, Any]:
 STRONGS = (8, 10, 12, 15, None)  # STRONG_INLIERS tried by --second_shots; None: never below BAND.
 
 
+def _joined(pairs: list[tuple[bool, bytes, bytes]], held: bool, rule: series.Rule) -> str:
+  """How many of `pairs` in one half (`held` out or not) `rule` joins, of how many."""
+  half = [(a, b) for h, a, b in pairs if h == held]
+  return f"{sum(series.joined(a, b, rule) for a, b in half)} / {len(half)}"
+
+
 def second_shots() -> dict[str, Any]:
   """Each kfood and flowers photo's second shots (`shots.second_shot`, two of each kind) beside it,
   which must join, and the look-alikes (four a class) with their second plate as a second shot of
@@ -329,16 +336,20 @@ def second_shots() -> dict[str, Any]:
         looks[kind].append((held, corpus.features[i],
                             series.describe(images.decode_and_inspect(second)[1])))
   result: dict[str, Any] = {}
-  for strong in STRONGS:
-    rule = series.Rule(strong_inliers=strong or 10**6)
+  arms = [(f"STRONG_INLIERS {strong or 'never'}", strong, {}) for strong in STRONGS]
+  arms.append(("version 1.5.0's rule (a similarity alone, never below BAND)", None,
+               {"_homography": lambda points_a, points_b: 0}))
+  for arm, strong, patches in arms:
+    rule = series.Rule(strong_inliers=strong)
     row = {}
-    for part, held in (("chosen on", False), ("held out", True)):
-      row[part] = {
-          **{f"second shots {kind}": f"{sum(series.joined(a, b, rule) for h, a, b in pairs if h == held)}"
-                                     f" / {sum(h == held for h, _, _ in pairs)}" for kind, pairs in made.items()},
-          **{f"look-alikes {kind}": f"{sum(series.joined(a, b, rule) for h, a, b in pairs if h == held)}"
-                                    f" / {sum(h == held for h, _, _ in pairs)}" for kind, pairs in looks.items()}}
-    result[f"STRONG_INLIERS {strong or 'never'}"] = row
+    with contextlib.ExitStack() as stack:
+      for attribute, value in patches.items():
+        stack.enter_context(mock.patch.object(series, attribute, value))
+      for part, held in (("chosen on", False), ("held out", True)):
+        row[part] = {
+            **{f"second shots {kind}": _joined(pairs, held, rule) for kind, pairs in made.items()},
+            **{f"look-alikes {kind}": _joined(pairs, held, rule) for kind, pairs in looks.items()}}
+    result[arm] = row
   return result
 
 
