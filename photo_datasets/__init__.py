@@ -16,8 +16,10 @@ imports only those below it (`pyproject.toml`'s import-linter contracts):
              (`parallel`), its saved copy (`scan_cache`) and the images it
              converted (`converted`), `generation` and `beam_generation`,
              records the same bytes in every process (`reproducible`),
-             `disk` checks and the build lock, `sharding`, and what the
-             package changes in TFDS's `tfds` command only (`cli`).
+             `disk` checks and the build lock, `sharding`, what a reader
+             of a config not built is told (`unbuilt`: the other versions
+             there, the command that builds it), and what the package
+             changes in TFDS's `tfds` command only (`cli`).
   catalog/   what a build writes for people and catalogs: what it reports
              (`build_report`), the report page (`report_page` gathers,
              `page_data` holds, `page_html` renders), the statistics in

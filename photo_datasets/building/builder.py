@@ -59,6 +59,7 @@ from photo_datasets.building import (
   scan,
   scan_cache,
   sharding,
+  unbuilt,
   writing,
 )
 from photo_datasets.catalog import build_stats, croissant, fingerprint
@@ -191,6 +192,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
       def take_over(holder: str) -> None:
         self._say(f"the build of {holder} ended without finishing (killed?); this build takes over.")
 
+      if not self.is_prepared() and (manual_dir := self._missing_manual_dir(kwargs)):
+        raise unbuilt.SourceNotFound(unbuilt.message(self, manual_dir=manual_dir))
       local = disk.is_local(config_dir)
       with disk.config_lock(config_dir, wait, take_over) if local else contextlib.nullcontext(False) as locked:
         if locked and (note := disk.remove_leftovers(config_dir)):
@@ -213,6 +216,23 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
           else:
             logging.debug("Wrote the Croissant description %s", path)
         self._write_report_page()
+
+  def not_built_message(self, name: str | None = None) -> str:
+    """What a reader of this config, not built in its data dir, is told (`unbuilt.message`): the
+    other versions built there and how to read them, and the command that builds this one."""
+    return unbuilt.message(self, name)
+
+  def _missing_manual_dir(self, kwargs: dict[str, Any]) -> str | None:
+    """The manual dir TFDS would read the source from, where it is missing or empty and the
+    source is read from it; None otherwise."""
+    if not self.MANUAL_DOWNLOAD_INSTRUCTIONS or self.DOWNLOADS_ITS_SOURCE:
+      return None
+    config = kwargs.get("download_config") or tfds.download.DownloadConfig()
+    download_dir = kwargs.get("download_dir") or os.path.join(os.fspath(self._data_dir_root), "downloads")
+    manual_dir = os.fspath(config.manual_dir or os.path.join(os.fspath(download_dir), "manual"))
+    if not disk.is_local(manual_dir) or (os.path.isdir(manual_dir) and os.listdir(manual_dir)):
+      return None
+    return manual_dir
 
   def _say(self, note: str) -> None:
     """A line for the person running the build, named by config (printed once: not logged too)."""
@@ -364,9 +384,11 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     scanning the same files at the same time wait for the first one's scan."""
     if not cache_dir:
       return self._scan_source(source, None)
-    cache = cache_dir / f"{self.name}-{scan_cache.source_fingerprint(os.fspath(source))[:20]}.json"
+    cache = scan_cache.saved_scan(cache_dir, self.name, os.fspath(source))
     with contextlib.suppress(OSError):
       os.makedirs(cache_dir, exist_ok=True)
+    if not cache.exists() and (why := scan_cache.why_not_reused(cache, self.name)):
+      self._say(f"{why}: scanning {source} again.")
 
     def wait(holder: str) -> None:
       self._say(f"another build is scanning {source} ({holder}); waiting to reuse its scan.")

@@ -4,6 +4,7 @@ by every config built later from the same, unchanged source files."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -33,6 +34,30 @@ def source_fingerprint(root: str) -> str:
       digest.update(f"\0{folder}/{name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode(
           "utf-8", "surrogateescape"))
   return digest.hexdigest()
+
+
+def saved_scan(cache_dir: str | os.PathLike[str], dataset: str, source: str) -> epath.Path:
+  """Where the scan of `source` by a build of `dataset` is saved in `cache_dir`: named by the
+  source's files and this version's scan format, so a scan of other files or of another format
+  is never taken for it (`why_not_reused` tells them apart)."""
+  return epath.Path(cache_dir) / f"{dataset}-{source_fingerprint(source)[:20]}.json"
+
+
+def why_not_reused(path: epath.Path, dataset: str) -> str | None:
+  """Why the saved scans of `dataset` beside `path` (none of them `path`) cannot be reused, in a
+  line; None where there are none. Their format is read from their first bytes."""
+  others = [p for p in path.parent.glob(f"{dataset}-*.json") if p != path]
+  if not others:
+    return None
+  formats = set()
+  for other in others:
+    with contextlib.suppress(OSError, ValueError, IndexError), open(other, "rb") as f:
+      head = f.read(64).decode("ascii", "replace")  # '{"format": N, "photos": ...'
+      formats.add(int(head.split(":", 1)[1].split(",", 1)[0]))
+  if formats and _SCAN_FORMAT not in formats:
+    return (f"the saved scan in {path.parent} was made by another version of the package (scan "
+            f"format {', '.join(map(str, sorted(formats)))}; this one reads {_SCAN_FORMAT})")
+  return f"the saved scan in {path.parent} is of other files (the download changed or moved since)"
 
 
 def save_scan(path: epath.Path, photos: list[Photo], report: BuildReport) -> None:

@@ -1,16 +1,12 @@
 """Built configs as the read side and the tools open them: `open_built`, and
-one error for a config that is not built (`not_built`, with the command that
-builds it)."""
+one error for a config that is not built (`not_built`: the builder says what
+its data dir holds and the command that builds it)."""
 
 from __future__ import annotations
 
 import contextlib
-import glob
 import importlib
-import json
 import os
-import pathlib
-import shlex
 from typing import Any
 
 import tensorflow_datasets as tfds
@@ -43,56 +39,23 @@ def open_built(name: str, data_dir: str | os.PathLike[str] | None = None) -> Any
 def _registered(builder: Any, data_dir: str | os.PathLike[str] | None) -> Any:
   """`builder` as its registered class, with the dataset's hooks (`PhotoBuilder.class_descriptions`,
   `REPORT_NOTE`): TFDS gives a builder read from the files instead for a config not defined in code
-  (`korean_food/64`)."""
+  (`korean_food/64`). An earlier version's build stays the builder read from its files."""
   try:
     cls = tfds.builder_cls(builder.name)
   except Exception:  # Not registered: TFDS knows it from its files only.
     return builder
   if isinstance(builder, cls):
     return builder
-  return cls(config=builder.builder_config.name, version=str(builder.version), data_dir=data_dir)
-
-
-# Stands for the manual dir in a command where no build recorded one.
-MANUAL_DIR = "MANUAL_DIR"
-
-
-def build_command(builder: tfds.core.DatasetBuilder) -> str:
-  """The `tfds build` command that builds `builder`'s config, as it runs from any folder (`--imports`
-  registers the builder). The manual dir is the one another config of the dataset in the same data dir
-  was built from (`info.metadata["manual_dir"]`, the latest build's), else TFDS's default where it holds
-  something, else `MANUAL_DIR`, to be replaced (`not_built` says so). A dataset that downloads its
-  source itself gets none unless a sibling was built from one."""
-  root = os.fspath(builder.data_dir_root)
-  words = ["tfds", "build", builder.name, "--imports", type(builder).__module__.split(".")[0],
-           "--config", builder.builder_config.name, "--data_dir", root]
-  if builder.MANUAL_DOWNLOAD_INSTRUCTIONS:
-    recorded = _recorded_manual_dir(builder)
-    default = os.path.join(root, "downloads", "manual")
-    if recorded:
-      words += ["--manual_dir", recorded]
-    elif recorded is None and not getattr(builder, "DOWNLOADS_ITS_SOURCE", False):
-      words += ["--manual_dir", default if os.path.isdir(default) and os.listdir(default) else MANUAL_DIR]
-  return shlex.join(words)
-
-
-def _recorded_manual_dir(builder: tfds.core.DatasetBuilder) -> str | None:
-  """The manual dir the latest built config of the dataset was built from ("" for a downloaded
-  source), where it still exists; None where no config records one."""
-  builds = []
-  for path in glob.glob(os.path.join(glob.escape(os.fspath(builder.data_dir_root)), builder.name, "*", "*",
-                                     "metadata.json")):
-    with contextlib.suppress(OSError, ValueError):
-      metadata = json.loads(pathlib.Path(path).read_text("utf-8"))
-      if "manual_dir" in metadata and (not metadata["manual_dir"] or os.path.isdir(metadata["manual_dir"])):
-        builds.append((os.path.getmtime(path), metadata["manual_dir"] or ""))
-  return max(builds)[1] if builds else None
+  try:
+    return cls(config=builder.builder_config.name, version=str(builder.version), data_dir=data_dir)
+  except AssertionError:  # A version the code no longer builds (`NAME/CONFIG:VERSION`): as its files say.
+    return builder
 
 
 def not_built(name: str, builder: tfds.core.DatasetBuilder) -> str:
-  """What a reader of a config that is not built is told: where it looked, and the command that builds it."""
-  command = build_command(builder)
-  placeholder = (f"\n(replace {MANUAL_DIR} by the folder holding the download: see "
-                 f"`tfds.builder_cls({builder.name!r}).MANUAL_DOWNLOAD_INSTRUCTIONS`)"
-                 if MANUAL_DIR in shlex.split(command) else "")
-  return f"{name} is not built in {builder.data_dir_root}. Build it first:\n  {command}{placeholder}"
+  """What a reader of a config that is not built is told: the package's builders say where it
+  looked, the other versions built there and the command that builds it
+  (`PhotoBuilder.not_built_message`); TFDS's other builders where it looked."""
+  if hasattr(builder, "not_built_message"):
+    return str(builder.not_built_message(name))
+  return f"{name} is not built in {builder.data_dir_root}."
