@@ -35,9 +35,11 @@ that import (about 1 GB) in every worker, once.
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import os
 import random
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,6 +63,7 @@ def add_array_record(name: str, data_dir: str | os.PathLike[str] | None = None) 
 
   Raises:
     ValueError: the config is not built in `data_dir`.
+    PermissionError: its folder cannot be written (a read-only data dir).
     RuntimeError: TFDS did not register the copy.
   """
   # `tfds convert_format` itself; imported here, as it imports Beam's names lazily.
@@ -68,6 +71,10 @@ def add_array_record(name: str, data_dir: str | os.PathLike[str] | None = None) 
 
   builder = built.open_built(name, data_dir)
   version_dir: str = os.fspath(builder.data_dir)
+  if not os.access(version_dir, os.W_OK):  # TFDS would fail deep in its writer, twice.
+    raise PermissionError(errno.EACCES, f"cannot add an ArrayRecord copy to {name}: its folder cannot be "
+                          "written, and the copy goes beside its records. Copy the folder into a data dir "
+                          "you can write and run this there", version_dir)
   # One worker: with more, TFDS 4.9.10 runs the conversion in a thread pool and drops its exceptions.
   convert_format_utils.convert_dataset(out_dir=None, out_file_format=ARRAY_RECORD,
                                        dataset_version_dir=[version_dir], num_workers=1, fail_on_error=True)
@@ -225,8 +232,8 @@ def main(argv: Sequence[str] | None = None) -> None:
   args = parser.parse_args(argv)
   try:
     folder = add_array_record(args.name, args.data_dir)
-  except built.NotBuiltError as e:
-    parser.error(str(e))
+  except (built.NotBuiltError, OSError) as e:
+    sys.exit(f"error: {e}")  # Not a misuse of the arguments: no usage text.
   print(f"{args.name}: ArrayRecord copy in {folder}; tfds.load still reads the TFRecords.")
 
 

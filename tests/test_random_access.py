@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pathlib
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -104,6 +108,37 @@ def test_restored_info_lists_the_copy(data_dir):
 
 def test_plain_tfds_data_source(data_dir):
   assert len(tfds.data_source(NAME, split="train", data_dir=data_dir)) == TRAIN_SIZE
+
+
+def _run_read_only(folder: pathlib.Path, command: list[str]) -> subprocess.CompletedProcess[str]:
+  """`command` run with `folder` read-only: mounted so in a mount namespace of its own for root
+  (whom permissions do not stop), its permissions taken away otherwise."""
+  if os.geteuid() != 0:
+    subprocess.run(["chmod", "-R", "a-w", os.fspath(folder)], check=True)
+    try:
+      return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    finally:
+      subprocess.run(["chmod", "-R", "u+w", os.fspath(folder)], check=True)
+  if not shutil.which("unshare"):
+    pytest.skip("root without unshare: no read-only folder to test with")
+  mount = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" "$0" && exec "$@"'
+  done = subprocess.run(["unshare", "-m", "sh", "-c", mount, os.fspath(folder), *command],
+                        capture_output=True, text=True, timeout=300, check=False)
+  if "mount:" in done.stderr or "unshare:" in done.stderr:
+    pytest.skip(f"no read-only mount here: {done.stderr.strip()[:200]}")
+  return done
+
+
+def test_a_read_only_data_dir_is_refused_in_one_line(samples, tmp_path):
+  data_dir = samples.copy(tmp_path / "data", NAME)
+  done = _run_read_only(data_dir, [sys.executable, "-m", "photo_datasets.random_access", NAME,
+                                   "--data_dir", os.fspath(data_dir)])
+  assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+  last = done.stderr.strip().splitlines()[-1]
+  assert last.startswith(f"error: [Errno 13] cannot add an ArrayRecord copy to {NAME}: its folder cannot "
+                         "be written"), last
+  assert last.endswith(f"'{_version_dir(os.fspath(data_dir))}'")
+  assert not list(_version_dir(os.fspath(data_dir)).glob("*array_record*"))
 
 
 def test_a_config_without_the_copy_is_refused(tmp_path):
