@@ -100,6 +100,28 @@ def test_a_batch_larger_than_the_split_is_lowered_as_train_does(data_dir, tmp_pa
           in capsys.readouterr().err)
 
 
+def test_a_split_expression_is_measured_with_a_caveat_for_its_size(data_dir, tmp_path, capsys):
+  report = doctor.main([NAME, "--data_dir", data_dir, "--split", "train[:24]", "--batch_size", "8",
+                        "--seconds", "0.2", "--model", _saved(tmp_path / "fast.keras", convolutions=0)])
+  out, _ = capsys.readouterr()
+  assert report["split"] == "train[:24]" and report["split_examples"] == 24
+  assert report["rows"][0]["images_per_second"] > 0  # The decode limit reads that part of the records.
+  caveat = ("Caveat: 'train[:24]' holds 24 examples, fewer than 10 batches of 8: each measurement reads "
+            "it again and again, so the differences between the rows are within their noise.")
+  assert caveat in report["caveat"] and caveat in out
+
+
+def test_a_large_enough_split_has_no_caveat_and_noise_is_not_a_cost(data_dir, tmp_path, capsys):
+  report = doctor.main([NAME, "--data_dir", data_dir, "--batch_size", "8", "--seconds", "0.2",
+                        "--model", _saved(tmp_path / "fast.keras", convolutions=0), "--json"])
+  assert report["split_examples"] >= 80 and report["caveat"] is None
+  rows = [{"key": "decode_limit", "cpu_us_per_image": 900.0}, {"key": "training", "cpu_us_per_image": 850.0},
+          {"key": "training_model_flips", "cpu_us_per_image": 937.0}]
+  (said,) = doctor.costs(rows)
+  assert "training_dataset 850 us (-50 us, within the noise: reading" in said
+  assert "(the flip: -87 us, within the noise)" in said
+
+
 def test_the_device_named_says_when_no_gpu_was_seen():
   import tensorflow as tf
   named = doctor.device()
