@@ -70,3 +70,25 @@ def test_a_conversion_failure_is_reported_as_in_a_local_build(tmp_path, monkeypa
   assert _examples(beam_build).keys() == _examples(local).keys()
   assert victim not in _examples(beam_build)
   assert not list(pathlib.Path(beam_build.data_dir).glob("*skipped*"))  # Nothing left over.
+
+
+def _beam_info(records: list[logging.LogRecord]) -> list[str]:
+  return [r.getMessage() for r in records if r.name.startswith("apache_beam") and r.levelno < logging.WARNING]
+
+
+def test_beam_logs_are_as_quiet_as_a_local_build_unless_the_options_ask(tmp_path, caplog):
+  beam_logger = logging.getLogger("apache_beam")
+  caplog.set_level(logging.INFO)  # As TFDS's `tfds build` sets it.
+  try:
+    beam_logger.setLevel(logging.NOTSET)  # As in a fresh process.
+    build("korean_food/64", tmp_path / "quiet", SAMPLE, beam_options=_direct_runner())
+    assert not _beam_info(caplog.records)
+    assert beam_logger.level == logging.WARNING
+    beam_logger.setLevel(logging.NOTSET)
+    caplog.clear()
+    asked = beam.options.pipeline_options.PipelineOptions(
+        ["--runner=DirectRunner", "--default_sdk_harness_log_level=INFO"])
+    build("korean_food/64", tmp_path / "asked", SAMPLE, beam_options=asked)
+    assert _beam_info(caplog.records)
+  finally:
+    beam_logger.setLevel(logging.NOTSET)

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 from collections.abc import Iterator, Sequence
 
 import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions, WorkerOptions
 from etils import epath
 
 from photo_datasets.building.generation import Example, ExampleMaker, Reader, convert_or_skip, read_or_skip
@@ -67,6 +69,23 @@ class ConvertSplit(beam.PTransform):
                | "Convert" >> beam.ParDo(self._convert).with_outputs("skipped", main="examples"))
     _ = results.skipped | "WriteSkipped" >> beam.io.WriteToText(self._skips_prefix)
     return results.examples
+
+
+def quiet_logs(options: PipelineOptions | None) -> None:
+  """Beam's INFO lines off, as quiet as a local build, unless the pipeline's options ask for
+  them: `default_sdk_harness_log_level` (WARNING where unset) sets the level of this process's
+  Beam loggers, where the program has not set one, and of the SDK workers of the runners that
+  pass the options on to them."""
+  if options is not None:
+    harness = options.view_as(WorkerOptions)
+    if harness.default_sdk_harness_log_level is None:
+      harness.default_sdk_harness_log_level = "WARNING"
+    level = harness.default_sdk_harness_log_level
+  else:
+    level = "WARNING"
+  beam_logger = logging.getLogger("apache_beam")
+  if beam_logger.level == logging.NOTSET:
+    beam_logger.setLevel(int(level) if str(level).isdecimal() else str(level).upper())
 
 
 def read_skips(folder: epath.PathLike) -> list[Skipped]:

@@ -269,6 +269,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
                             download_config: tfds.download.DownloadConfig) -> None:
     build = self._build  # Made by `download_and_prepare`, which reads its disk estimate when the disk fills up.
     build.beam = bool(download_config.beam_runner or download_config.beam_options)
+    if build.beam:
+      from photo_datasets.building import beam_generation  # Needs apache_beam.
+      beam_generation.quiet_logs(download_config.beam_options)
     try:
       super()._download_and_prepare(dl_manager, download_config)
     finally:
