@@ -54,3 +54,34 @@ On top, the modules users call:
 The shared package names no dataset: a dataset supplies its names, wording
 and class descriptions through `PhotoBuilder`'s hooks.
 """
+
+import importlib.abc
+import importlib.util
+import os
+import sys
+
+# The framework each Keras backend imports, and the extra of this package that installs it.
+_BACKEND_EXTRAS = {"torch": ("torch", "torch"), "jax": ("jax", "jax")}
+
+
+class _KerasBackendCheck(importlib.abc.MetaPathFinder):
+  """Names the extra that a `KERAS_BACKEND` needs when `import keras` would fail on its missing
+  framework (Keras's own error is a bare ModuleNotFoundError from deep in its import); steps
+  aside at the first import of Keras. A build never imports Keras, so it never asks."""
+
+  def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+    if name != "keras":
+      return None
+    sys.meta_path.remove(self)
+    backend = os.environ.get("KERAS_BACKEND", "")
+    module, extra = _BACKEND_EXTRAS.get(backend, (None, None))
+    if module and importlib.util.find_spec(module) is None:
+      raise ImportError(f"KERAS_BACKEND={backend} needs {module}, which is not installed: install "
+                        f"this package's {extra!r} extra (python -m pip install -e '.[{extra}]' in the "
+                        "checkout; docs/training.md#on-jax-and-pytorch), or unset KERAS_BACKEND to "
+                        "train on TensorFlow.")
+    return None
+
+
+if "keras" not in sys.modules:
+  sys.meta_path.insert(0, _KerasBackendCheck())

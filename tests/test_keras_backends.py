@@ -97,3 +97,19 @@ def test_the_training_script_runs_unchanged(backend_run) -> None:
   assert history["settings"]["dtype_policy"] == "float32"  # No GPU visible.
   assert len(history["history"]["loss"]) == 1
   assert (out_dir / "model.keras").stat().st_size > 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_backend_whose_framework_is_missing_names_the_extra(backend) -> None:
+  """Where the framework is installed, a stand-in for it that is not: the check is the same."""
+  script = ("import photo_datasets\n"
+            f"photo_datasets._BACKEND_EXTRAS[{backend!r}] = ('no_such_framework', {backend!r})\n"
+            "from photo_datasets import pipeline\n")
+  env = {**os.environ, "KERAS_BACKEND": backend}
+  for code in ([script] if importlib.util.find_spec(backend) else [script, "import photo_datasets.pipeline"]):
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"ImportError: KERAS_BACKEND={backend} needs "), last
+    assert f"install this package's '{backend}' extra (python -m pip install -e '.[{backend}]'" in last
