@@ -403,9 +403,9 @@ def test_unreadable_zips_reported_build_continues(nesting, tmp_path):
 
 def test_empty_manual_dir_gives_clear_error(tmp_path):
   (tmp_path / "manual").mkdir()
-  with pytest.raises(AssertionError, match="does not exist or is empty") as error:
+  with pytest.raises(AssertionError, match=f"{tmp_path / 'manual'} holds no download to build it from") as error:
     build("korean_food/full", tmp_path / "data", tmp_path / "manual")
-  assert "aihubshell" in str(error.value)  # the download instructions
+  assert "What to put there:" in str(error.value) and "aihubshell" in str(error.value)  # The instructions.
 
 
 def test_manual_dir_with_only_empty_folders_gives_clear_error(tmp_path):

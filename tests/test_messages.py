@@ -100,7 +100,7 @@ def test_tfds_build_with_an_invalid_config_lists_the_valid_ones(tmp_path):
 
 def test_a_failed_load_of_a_config_never_built_leaves_nothing_behind(tmp_path):
   data_dir = tmp_path / "data"
-  with pytest.raises(AssertionError, match="Manual directory"):  # TFDS's: the source is not there.
+  with pytest.raises(AssertionError, match="holds no download to build it from"):  # As TFDS's own.
     tfds.load("korean_food/225", data_dir=os.fspath(data_dir))
   assert not (data_dir / "korean_food" / "225").exists()
   assert not [p for p in data_dir.rglob("*") if p.name == ".photo_datasets.lock"]

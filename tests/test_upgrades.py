@@ -117,4 +117,4 @@ def test_the_saved_scan_of_other_files_is_named_so(tmp_path):
   path = scan_cache.saved_scan(tmp_path, "korean_food", os.fspath(SAMPLE))
   assert scan_cache.why_not_reused(path, "korean_food") is None
   (tmp_path / "korean_food-0123456789abcdef0123.json").write_text(path.name, "utf-8")  # Unreadable.
-  assert "is of other files" in scan_cache.why_not_reused(path, "korean_food")
+  assert "no saved scan in" in scan_cache.why_not_reused(path, "korean_food")

@@ -192,8 +192,6 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
       def take_over(holder: str) -> None:
         self._say(f"the build of {holder} ended without finishing (killed?); this build takes over.")
 
-      if not self.is_prepared() and (manual_dir := self._missing_manual_dir(kwargs)):
-        raise unbuilt.SourceNotFound(unbuilt.message(self, manual_dir=manual_dir))
       local = disk.is_local(config_dir)
       with disk.config_lock(config_dir, wait, take_over) if local else contextlib.nullcontext(False) as locked:
         if locked and (note := disk.remove_leftovers(config_dir)):
@@ -221,18 +219,6 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     """What a reader of this config, not built in its data dir, is told (`unbuilt.message`): the
     other versions built there and how to read them, and the command that builds this one."""
     return unbuilt.message(self, name)
-
-  def _missing_manual_dir(self, kwargs: dict[str, Any]) -> str | None:
-    """The manual dir TFDS would read the source from, where it is missing or empty and the
-    source is read from it; None otherwise."""
-    if not self.MANUAL_DOWNLOAD_INSTRUCTIONS or self.DOWNLOADS_ITS_SOURCE:
-      return None
-    config = kwargs.get("download_config") or tfds.download.DownloadConfig()
-    download_dir = kwargs.get("download_dir") or os.path.join(os.fspath(self._data_dir_root), "downloads")
-    manual_dir = os.fspath(config.manual_dir or os.path.join(os.fspath(download_dir), "manual"))
-    if not disk.is_local(manual_dir) or (os.path.isdir(manual_dir) and os.listdir(manual_dir)):
-      return None
-    return manual_dir
 
   def _say(self, note: str) -> None:
     """A line for the person running the build, named by config (printed once: not logged too)."""
@@ -269,6 +255,11 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
                             download_config: tfds.download.DownloadConfig) -> None:
     build = self._build  # Made by `download_and_prepare`, which reads its disk estimate when the disk fills up.
     build.beam = bool(download_config.beam_runner or download_config.beam_options)
+    if self.MANUAL_DOWNLOAD_INSTRUCTIONS and not self.DOWNLOADS_ITS_SOURCE and \
+        manual_dir_or_none(dl_manager) is None:  # Where TFDS looks for it, as TFDS computes it.
+      manual_dir = download_config.manual_dir or os.path.join(os.fspath(dl_manager.download_dir), "manual")
+      raise unbuilt.SourceNotFound(f"{unbuilt.message(self, manual_dir=os.fspath(manual_dir))}\n"
+                                   f"What to put there:{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
     if build.beam:
       from photo_datasets.building import beam_generation  # Needs apache_beam.
       beam_generation.quiet_logs(download_config.beam_options)

@@ -57,7 +57,8 @@ def why_not_reused(path: epath.Path, dataset: str) -> str | None:
   if formats and _SCAN_FORMAT not in formats:
     return (f"the saved scan in {path.parent} was made by another version of the package (scan "
             f"format {', '.join(map(str, sorted(formats)))}; this one reads {_SCAN_FORMAT})")
-  return f"the saved scan in {path.parent} is of other files (the download changed or moved since)"
+  return (f"no saved scan in {path.parent} is of these files (the download changed or moved since, "
+          "or it is another one)")
 
 
 def save_scan(path: epath.Path, photos: list[Photo], report: BuildReport) -> None:

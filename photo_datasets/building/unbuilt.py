@@ -30,7 +30,7 @@ _RECORDS_CPU_SECONDS = 0.003
 class SourceNotFound(AssertionError):
   """A config that is neither built nor buildable from what TFDS would read: the manual dir is
   missing or empty. An AssertionError, as TFDS's own for a missing manual dir, so code that
-  catches TFDS's catches this one; its message is `message`'s."""
+  catches TFDS's catches this one; its message is `message`'s, then the download instructions."""
 
 
 @dataclasses.dataclass(frozen=True)
