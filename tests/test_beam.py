@@ -92,3 +92,28 @@ def test_beam_logs_are_as_quiet_as_a_local_build_unless_the_options_ask(tmp_path
     assert _beam_info(caplog.records)
   finally:
     beam_logger.setLevel(logging.NOTSET)
+
+
+def test_the_job_graph_does_not_grow_with_the_corpus(tmp_path):
+  """The photos wait in a file in the build's folder, not in the graph: a runner refuses a large
+  job request (Dataflow: 10 MB), and a photo's record is about 1 KB."""
+  import dataclasses
+  import hashlib
+
+  from etils import epath
+
+  from photo_datasets.building import beam_generation, scan_cache
+
+  builder = build("korean_food/64", tmp_path / "data", SAMPLE)
+  (saved,) = (tmp_path / "data" / "downloads" / "scans").glob("korean_food-*.json")
+  scanned, _ = scan_cache.load_scan(epath.Path(saved))
+  corpus = [dataclasses.replace(scanned[i % len(scanned)], file_name=f"구이/갈비구이/Img_000_{i:06d}.jpg",
+                                digest=hashlib.sha256(str(i).encode()).hexdigest()) for i in range(150_513)]
+  sizes = {}
+  for count in (1_000, len(corpus)):
+    pipeline = beam.Pipeline()
+    _ = pipeline | beam_generation.ConvertSplit(corpus[:count], builder._example_maker(SAMPLE), builder.READER,
+                                                tmp_path / f"work-{count}", "train")
+    sizes[count] = len(pipeline.to_runner_api().SerializeToString())
+  assert sizes[len(corpus)] < 5_000_000, sizes
+  assert sizes[len(corpus)] - sizes[1_000] < 200_000, sizes  # About 20 bytes a batch of 64 photos.

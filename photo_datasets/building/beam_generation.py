@@ -14,6 +14,7 @@ import dataclasses
 import json
 import logging
 import os
+import pickle
 from collections.abc import Iterator, Sequence
 
 import apache_beam as beam
@@ -28,11 +29,12 @@ _BATCH = 64
 
 
 class ConvertPhotos(beam.DoFn):
-  """Reads and converts a batch of photos; skips go to the "skipped" output."""
+  """Reads and converts a batch of photos, read from the split's batch file by its place there
+  (`_write_batches`); skips go to the "skipped" output."""
 
-  def __init__(self, make: ExampleMaker, reader_type: type[Reader]):
+  def __init__(self, make: ExampleMaker, reader_type: type[Reader], batches_path: str):
     super().__init__()
-    self._make, self._reader_type = make, reader_type
+    self._make, self._reader_type, self._batches_path = make, reader_type, batches_path
     self._reader: Reader | None = None
 
   def setup(self) -> None:
@@ -42,9 +44,13 @@ class ConvertPhotos(beam.DoFn):
     if self._reader is not None:
       self._reader.__exit__(None, None, None)
 
-  def process(self, batch: list[Photo]) -> Iterator[tuple[str, Example] | beam.pvalue.TaggedOutput]:
+  def process(self, place: tuple[int, int]) -> Iterator[tuple[str, Example] | beam.pvalue.TaggedOutput]:
     if self._reader is None:
       raise RuntimeError("ConvertPhotos.process ran before setup")
+    start, length = place
+    with epath.Path(self._batches_path).open("rb") as f:
+      f.seek(start)
+      batch: list[Photo] = pickle.loads(f.read(length))
     for photo in batch:
       result = convert_or_skip(self._make, photo, read_or_skip(self._reader, photo))
       if isinstance(result, Skipped):
@@ -54,21 +60,38 @@ class ConvertPhotos(beam.DoFn):
 
 
 class ConvertSplit(beam.PTransform):
-  """`(key, example)` pairs of one split, for TFDS's Beam writer."""
+  """`(key, example)` pairs of one split, for TFDS's Beam writer. The photos wait in a file in
+  `work_dir` (the build's folder, which the workers can read), not in the job graph: a runner
+  refuses a graph past a few megabytes (Dataflow: 10 MB), and a photo's record is about 1 KB."""
 
   def __init__(self, photos: Sequence[Photo], make: ExampleMaker, reader_type: type[Reader],
-               skips_dir: epath.PathLike, split: str):
+               work_dir: epath.PathLike, split: str):
     super().__init__()
-    self._batches = [list(photos[i:i + _BATCH]) for i in range(0, len(photos), _BATCH)]
-    self._convert = ConvertPhotos(make, reader_type)
-    self._skips_prefix = os.path.join(os.fspath(skips_dir), f"skipped-{split}")
+    batches_path = os.path.join(os.fspath(work_dir), f"photos-{split}.pickle")
+    self._places = _write_batches(photos, batches_path)
+    self._convert = ConvertPhotos(make, reader_type, batches_path)
+    self._skips_prefix = os.path.join(os.fspath(work_dir), f"skipped-{split}")
 
   def expand(self, begin: beam.pvalue.PBegin) -> beam.PCollection:
     results = (begin
-               | "Batches" >> beam.Create(self._batches)
+               | "Batches" >> beam.Create(self._places)
                | "Convert" >> beam.ParDo(self._convert).with_outputs("skipped", main="examples"))
     _ = results.skipped | "WriteSkipped" >> beam.io.WriteToText(self._skips_prefix)
     return results.examples
+
+
+def _write_batches(photos: Sequence[Photo], path: str) -> list[tuple[int, int]]:
+  """Writes `photos` to `path` in pickled batches of `_BATCH`; each batch's (start, length)."""
+  places = []
+  epath.Path(path).parent.mkdir(parents=True, exist_ok=True)
+  with epath.Path(path).open("wb") as f:
+    start = 0
+    for i in range(0, len(photos), _BATCH):
+      data = pickle.dumps(list(photos[i:i + _BATCH]), protocol=pickle.HIGHEST_PROTOCOL)
+      f.write(data)
+      places.append((start, len(data)))
+      start += len(data)
+  return places
 
 
 def quiet_logs(options: PipelineOptions | None) -> None:
@@ -89,7 +112,8 @@ def quiet_logs(options: PipelineOptions | None) -> None:
 
 
 def read_skips(folder: epath.PathLike) -> list[Skipped]:
-  """What every `ConvertSplit` writing into `folder` skipped; removes the folder."""
+  """What every `ConvertSplit` working in `folder` skipped; removes the folder, its photos'
+  batch files too."""
   folder = epath.Path(folder)
   skipped = []
   for path in sorted(folder.glob("skipped-*")):

@@ -359,17 +359,17 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     self._build.source_path = os.fspath(source)
     if self._build.beam:
       from photo_datasets.building import beam_generation  # Needs apache_beam.
-      return beam_generation.ConvertSplit(photos, make, self.READER, self._beam_skips_dir, split)
+      return beam_generation.ConvertSplit(photos, make, self.READER, self._beam_work_dir, split)
     return generation.LocalSplit(photos, make, self.READER(), self._build.report.skipped_files, self.workers,
                                  self._build.converted)
 
   @property
-  def _beam_skips_dir(self) -> epath.Path:
-    return epath.Path(self.data_dir) / "beam-skipped"  # The build's temporary folder.
+  def _beam_work_dir(self) -> epath.Path:
+    return epath.Path(self.data_dir) / "beam-work"  # In the build's temporary folder: the workers read it.
 
   def _process_pipeline_result(self, pipeline_result: Any) -> None:
     from photo_datasets.building import beam_generation
-    self._build.report.skipped_files += beam_generation.read_skips(self._beam_skips_dir)
+    self._build.report.skipped_files += beam_generation.read_skips(self._beam_work_dir)
 
   def _scan(self, source: Source, cache_dir: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
     """Scans `source`, or reuses the saved scan of the same, unchanged files;

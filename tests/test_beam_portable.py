@@ -1,0 +1,75 @@
+"""A build run as a cluster runs it: Beam's portable path, a job service and a pool of SDK
+workers that are processes of their own (what Flink and Spark use for Python), both from
+`apache-beam` on this machine. Its records are those of the local build, byte for byte."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import apache_beam as beam
+import pytest
+
+import korean_food
+from photo_datasets.catalog import fingerprint
+from photo_datasets.testing import build, loopback
+
+SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
+
+
+def _wait_for(port: int, process: subprocess.Popen[bytes], seconds: float = 60) -> None:
+  deadline = time.monotonic() + seconds
+  while time.monotonic() < deadline:
+    if process.poll() is not None:
+      raise RuntimeError(f"{process.args} ended ({process.returncode}) before listening on {port}")
+    with socket.socket() as probe:  # Not `create_connection`: the suite's network guard refuses it.
+      if probe.connect_ex(("127.0.0.1", port)) == 0:
+        return
+    time.sleep(0.2)
+  raise TimeoutError(f"nothing listens on port {port} after {seconds} s")
+
+
+@pytest.fixture(scope="module")
+def portable_options(tmp_path_factory) -> Iterator[beam.options.pipeline_options.PipelineOptions]:
+  """A job service and an external worker pool on loopback, as docs/building.md starts them; the
+  pool starts `python` from PATH, this one's."""
+  logs = tmp_path_factory.mktemp("beam_services")
+  job_port, pool_port = loopback.free_port(), loopback.free_port()
+  env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}"}
+  services = []
+  try:
+    for name, args in (("job_service", ["apache_beam.runners.portability.local_job_service_main",
+                                        "--port", str(job_port)]),
+                       ("worker_pool", ["apache_beam.runners.worker.worker_pool_main",
+                                        "--service_port", str(pool_port)])):
+      with open(logs / f"{name}.log", "wb") as log:
+        services.append(subprocess.Popen([sys.executable, "-m", *args], env=env, stdout=log,
+                                         stderr=subprocess.STDOUT))
+    _wait_for(job_port, services[0])
+    _wait_for(pool_port, services[1])
+    yield beam.options.pipeline_options.PipelineOptions([
+        "--runner=PortableRunner", f"--job_endpoint=localhost:{job_port}",
+        "--environment_type=EXTERNAL", f"--environment_config=localhost:{pool_port}"])
+  finally:
+    for service in services:
+      service.terminate()
+      with contextlib.suppress(subprocess.TimeoutExpired):
+        service.wait(timeout=30)
+
+
+@pytest.mark.parametrize("config", ["224", "full"])
+def test_a_portable_build_gives_the_local_build_byte_for_byte(portable_options, tmp_path, config):
+  local = build(f"korean_food/{config}", tmp_path / "local", SAMPLE)
+  portable = build(f"korean_food/{config}", tmp_path / "portable", SAMPLE, beam_options=portable_options)
+  kept = fingerprint.sha256_of(portable.info.metadata)
+  assert kept and kept == fingerprint.sha256_of(local.info.metadata)
+  # The record files are those the fingerprint names, hashed again.
+  assert fingerprint.verify(portable.data_dir, portable.info.metadata, expected=kept) == kept
+  assert portable.info.metadata["skipped_files"] == local.info.metadata["skipped_files"]
+  assert [name for name in os.listdir(portable.data_dir) if name.startswith("beam-")] == []
