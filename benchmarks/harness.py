@@ -107,8 +107,9 @@ def process_cpu_seconds(pid: int) -> float:
   return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
-def _descendants_cpu_seconds() -> float:
-  """CPU seconds of the live processes this one started, and theirs, from /proc."""
+def tree_cpu_ticks(root: int) -> dict[int, int]:
+  """Clock ticks of CPU (user + system) of process `root` and of every live process below it,
+  by pid, from /proc."""
   parents: dict[int, int] = {}
   ticks: dict[int, int] = {}
   for entry in os.listdir("/proc"):
@@ -121,11 +122,17 @@ def _descendants_cpu_seconds() -> float:
       continue
     parents[int(entry)] = int(fields[1])
     ticks[int(entry)] = int(fields[11]) + int(fields[12])  # utime + stime.
-  found, frontier = set(), {os.getpid()}
+  found, frontier = {root}, {root}
   while frontier:
     frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
     found |= frontier
-  return sum(ticks[pid] for pid in found) / CLOCK_TICKS
+  return {pid: ticks[pid] for pid in found if pid in ticks}
+
+
+def _descendants_cpu_seconds() -> float:
+  """CPU seconds of the live processes this one started, and theirs, from /proc."""
+  below = tree_cpu_ticks(os.getpid())
+  return sum(ticks for pid, ticks in below.items() if pid != os.getpid()) / CLOCK_TICKS
 
 
 def cpu_seconds(children: bool = False) -> float:
