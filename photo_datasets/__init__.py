@@ -76,10 +76,10 @@ class _KerasBackendCheck(importlib.abc.MetaPathFinder):
     backend = os.environ.get("KERAS_BACKEND", "")
     module, extra = _BACKEND_EXTRAS.get(backend, (None, None))
     if module and importlib.util.find_spec(module) is None:
-      raise ImportError(f"KERAS_BACKEND={backend} needs {module}, which is not installed: install "
-                        f"this package's {extra!r} extra (python -m pip install -e '.[{extra}]' in the "
-                        "checkout; docs/training.md#on-jax-and-pytorch), or unset KERAS_BACKEND to "
-                        "train on TensorFlow.")
+      raise ImportError(f"KERAS_BACKEND={backend} needs {module}, which is not installed: "
+                        f"install this package's {extra!r} extra (python -m pip install -e "
+                        f"'.[{extra}]' in the checkout; docs/training.md#on-jax-and-pytorch), or "
+                        "unset KERAS_BACKEND to train on TensorFlow.")
     return None
 
 

@@ -92,7 +92,8 @@ def decode_limit(name: str, *, split: str, batch_size: int, data_dir: str | None
       [i.filename for i in parts], tf.constant([i.skip for i in parts], tf.int64),
       tf.constant([i.take for i in parts], tf.int64)))
   ds = ds.interleave(lambda path, skip, take: tf.data.TFRecordDataset(path).skip(skip).take(take),
-                     cycle_length=tf.data.AUTOTUNE, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+                     cycle_length=tf.data.AUTOTUNE, num_parallel_calls=tf.data.AUTOTUNE,
+                     deterministic=False)
   ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
   if builder.info.features["image"].shape[0] is None:  # Photos of any size: batches of their shapes.
     ds = ds.map(lambda image, label: (tf.shape(image), label))
@@ -223,9 +224,10 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
       "split_examples": examples, "split_cache_gib": round(split_bytes / 2**30, 3),
       "memory_cache_limit_gib": round(cache.memory_limit() / 2**30, 3),
       "rows": [dataclasses.asdict(row) for row in rows],
-      "caveat": (f"Caveat: {split!r} holds {examples:,} examples, fewer than {SMALL_SPLIT_BATCHES} batches "
-                 f"of {batch_size}: each measurement reads it again and again, so the differences between "
-                 "the rows are within their noise. Measure a larger split before acting on them."
+      "caveat": (f"Caveat: {split!r} holds {examples:,} examples, fewer than "
+                 f"{SMALL_SPLIT_BATCHES} batches of {batch_size}: each measurement reads it again "
+                 "and again, so the differences between the rows are within their noise. Measure a "
+                 "larger split before acting on them."
                  if examples < SMALL_SPLIT_BATCHES * batch_size else None),
   }
   report.update(verdict(input_rate=train.images_per_second or 0.0, model_rate=steps.images_per_second or 0.0,
@@ -343,7 +345,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
   parser = argparse.ArgumentParser(prog="python -m photo_datasets.doctor", description=__doc__.split("\n")[0])
   parser.add_argument("name", help="a built config, e.g. korean_food/224")
   parser.add_argument("--data_dir")
-  parser.add_argument("--split", default="train", help="a split or a split expression, e.g. train[:10%%]")
+  parser.add_argument("--split", default="train",
+                      help="a split or a split expression, e.g. train[:10%%]")
   parser.add_argument("--model", default="small", help=f"{' or '.join(MODELS)}, or PATH.keras")
   parser.add_argument("--batch_size", type=int, default=64)
   parser.add_argument("--image_size", type=int, help="default: the stored size (required for full configs)")

@@ -72,9 +72,9 @@ def add_array_record(name: str, data_dir: str | os.PathLike[str] | None = None) 
   builder = built.open_built(name, data_dir)
   version_dir: str = os.fspath(builder.data_dir)
   if not os.access(version_dir, os.W_OK):  # TFDS would fail deep in its writer, twice.
-    raise PermissionError(errno.EACCES, f"cannot add an ArrayRecord copy to {name}: its folder cannot be "
-                          "written, and the copy goes beside its records. Copy the folder into a data dir "
-                          "you can write and run this there", version_dir)
+    raise PermissionError(errno.EACCES, f"cannot add an ArrayRecord copy to {name}: its folder "
+                          "cannot be written, and the copy goes beside its records. Copy the "
+                          "folder into a data dir you can write and run this there", version_dir)
   # One worker: with more, TFDS 4.9.10 runs the conversion in a thread pool and drops its exceptions.
   convert_format_utils.convert_dataset(out_dir=None, out_file_format=ARRAY_RECORD,
                                        dataset_version_dir=[version_dir], num_workers=1, fail_on_error=True)

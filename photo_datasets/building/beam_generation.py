@@ -44,7 +44,8 @@ class ConvertPhotos(beam.DoFn):
     if self._reader is not None:
       self._reader.__exit__(None, None, None)
 
-  def process(self, place: tuple[int, int]) -> Iterator[tuple[str, Example] | beam.pvalue.TaggedOutput]:
+  def process(self, place: tuple[int, int]
+              ) -> Iterator[tuple[str, Example] | beam.pvalue.TaggedOutput]:
     if self._reader is None:
       raise RuntimeError("ConvertPhotos.process ran before setup")
     start, length = place

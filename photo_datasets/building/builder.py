@@ -257,7 +257,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     build.beam = bool(download_config.beam_runner or download_config.beam_options)
     if self.MANUAL_DOWNLOAD_INSTRUCTIONS and not self.DOWNLOADS_ITS_SOURCE and \
         manual_dir_or_none(dl_manager) is None:  # Where TFDS looks for it, as TFDS computes it.
-      manual_dir = download_config.manual_dir or os.path.join(os.fspath(dl_manager.download_dir), "manual")
+      manual_dir = (download_config.manual_dir
+                    or os.path.join(os.fspath(dl_manager.download_dir), "manual"))
       raise unbuilt.SourceNotFound(f"{unbuilt.message(self, manual_dir=os.fspath(manual_dir))}\n"
                                    f"What to put there:{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
     if build.beam:
@@ -365,7 +366,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
 
   @property
   def _beam_work_dir(self) -> epath.Path:
-    return epath.Path(self.data_dir) / "beam-work"  # In the build's temporary folder: the workers read it.
+    # In the build's temporary folder: the workers read it.
+    return epath.Path(self.data_dir) / "beam-work"
 
   def _process_pipeline_result(self, pipeline_result: Any) -> None:
     from photo_datasets.building import beam_generation

@@ -44,7 +44,8 @@ class OtherBuild:
 
 def other_builds(builder: tfds.core.DatasetBuilder) -> list[OtherBuild]:
   """The builds of `builder`'s config at other versions in its data dir, the newest first."""
-  config_dir = os.path.join(os.fspath(builder.data_dir_root), builder.name, builder.builder_config.name)
+  config_dir = os.path.join(os.fspath(builder.data_dir_root), builder.name,
+                            builder.builder_config.name)
   found = []
   for info_path in glob.glob(os.path.join(glob.escape(config_dir), "*", "dataset_info.json")):
     version = os.path.basename(os.path.dirname(info_path))
@@ -67,11 +68,11 @@ def _metadata(version_dir: str) -> dict[str, Any]:
 
 
 def build_command(builder: tfds.core.DatasetBuilder) -> str:
-  """The `tfds build` command that builds `builder`'s config, as it runs from any folder (`--imports`
-  registers the builder). The manual dir is the one another config of the dataset in the same data dir
-  was built from (`info.metadata["manual_dir"]`, the latest build's), else TFDS's default where it holds
-  something, else `MANUAL_DIR`, to be replaced (`message` says so). A dataset that downloads its
-  source itself gets none unless a sibling was built from one."""
+  """The `tfds build` command that builds `builder`'s config, as it runs from any folder
+  (`--imports` registers the builder). The manual dir is the one another config of the dataset
+  in the same data dir was built from (`info.metadata["manual_dir"]`, the latest build's), else
+  TFDS's default where it holds something, else `MANUAL_DIR`, to be replaced (`message` says
+  so). A dataset that downloads its source itself gets none unless a sibling was built from one."""
   root = os.fspath(builder.data_dir_root)
   words = ["tfds", "build", builder.name, "--imports", type(builder).__module__.split(".")[0],
            "--config", builder.builder_config.name, "--data_dir", root]
@@ -81,7 +82,8 @@ def build_command(builder: tfds.core.DatasetBuilder) -> str:
     if recorded:
       words += ["--manual_dir", recorded]
     elif recorded is None and not getattr(builder, "DOWNLOADS_ITS_SOURCE", False):
-      words += ["--manual_dir", default if os.path.isdir(default) and os.listdir(default) else MANUAL_DIR]
+      filled = os.path.isdir(default) and os.listdir(default)
+      words += ["--manual_dir", default if filled else MANUAL_DIR]
   return shlex.join(words)
 
 
@@ -111,8 +113,8 @@ def message(builder: tfds.core.DatasetBuilder, name: str | None = None, *,
   others = other_builds(builder)
   config = f"{builder.name}/{builder.builder_config.name}"
   for other in others:
-    lines.append(f"It holds {config} at version {other.version} ({other.photos:,} photos), built by an "
-                 f"earlier version of the package{_changes(builder, other.version)}.")
+    lines.append(f"It holds {config} at version {other.version} ({other.photos:,} photos), built "
+                 f"by an earlier version of the package{_changes(builder, other.version)}.")
   if others:
     lines.append(f"Read it as it is: {config}:{others[0].version} (tfds.load and every tool of the "
                  "package accept NAME/CONFIG:VERSION), or build this version:")

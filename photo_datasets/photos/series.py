@@ -90,7 +90,8 @@ _INLIER_PX = 3.0  # RANSAC's reprojection threshold, in pixels of the keypoint p
 _SCALES = (0.25, 4.0)
 _SPREAD_PX = 8.0
 # A second shot's tilt: the homography may stretch one way at most this much more than the other
-# (a keystone of 30 % stretches by 1.4), and the depth across the inliers vary by at most this ratio.
+# (a keystone of 30 % stretches by 1.4), and the depth across the inliers vary by at most this
+# ratio.
 _STRETCH = 2.0
 _DEPTH_RATIO = 1.6
 _MODEL_POINTS = 4  # A homography's own sample fits exactly: only inliers beyond it are evidence.
@@ -112,7 +113,8 @@ class Rule:
   strong_inliers: int | None = STRONG_INLIERS  # None: below `band`, never (version 1.5.0's rule).
 
   def inliers_needed(self, colours: float) -> int | None:
-    """The inliers a pair whose colours overlap by `colours` needs: 0 from `sure`, None for never."""
+    """The inliers a pair whose colours overlap by `colours` needs: 0 from `sure`, None for
+    never."""
     if colours >= self.sure:
       return 0
     if colours >= self.close:
@@ -426,7 +428,8 @@ def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Cal
     for k, i in enumerate(order.tolist()):
       for step in range(1, min(window, len(order) - 1 - k) + 1):
         value, j = overlaps[step - 1][k], int(order[k + step])
-        needed = rule.inliers_needed(value)  # Colour joins the surest pairs; geometry decides the rest.
+        # Colour joins the surest pairs; geometry decides the rest.
+        needed = rule.inliers_needed(value)
         if needed == 0:
           found.append((value, min(i, j), max(i, j)))
         elif needed is not None:

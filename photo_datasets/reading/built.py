@@ -48,7 +48,7 @@ def _registered(builder: Any, data_dir: str | os.PathLike[str] | None) -> Any:
     return builder
   try:
     return cls(config=builder.builder_config.name, version=str(builder.version), data_dir=data_dir)
-  except AssertionError:  # A version the code no longer builds (`NAME/CONFIG:VERSION`): as its files say.
+  except AssertionError:  # A version the code no longer builds (`NAME/CONFIG:VERSION`): as read.
     return builder
 
 
