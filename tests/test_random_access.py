@@ -10,6 +10,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -177,6 +178,27 @@ def test_torch_loader_epochs_hold_every_example_once_in_new_orders(data_dir, num
     epochs.append([_digest(image) for images, _ in batches for image in images])
   assert sorted(epochs[0]) == sorted(epochs[1]) == sorted(stored)
   assert stored != epochs[0] != epochs[1]
+
+
+def test_breaking_out_of_the_torch_loader_ends_quietly(data_dir, tmp_path):
+  """A program that leaves its worker processes mid-epoch (a break, or the iterator kept until
+  the interpreter exits) ends with its own output only: no DataLoader-worker traceback."""
+  pytest.importorskip("torch")
+  script = tmp_path / "early_break.py"  # A file, not stdin: spawned workers import the main module.
+  script.write_text(textwrap.dedent(f"""
+      from photo_datasets import random_access
+      if __name__ == "__main__":
+        loader = random_access.torch_loader({NAME!r}, data_dir={data_dir!r}, batch_size=1, num_workers=2)
+        for images, labels in loader:
+          break
+        kept = iter(loader)
+        next(kept)
+        print("done")
+      """))
+  done = subprocess.run([sys.executable, os.fspath(script)], capture_output=True, text=True, timeout=300,
+                        check=False)
+  assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr[-3000:]
+  assert "Traceback" not in done.stderr and "DataLoader worker" not in done.stderr, done.stderr[-3000:]
 
 
 def test_torch_loader_drops_the_incomplete_batch_by_default(data_dir):
