@@ -7,6 +7,8 @@ import logging
 import pathlib
 
 import apache_beam as beam
+import pytest
+from etils import epath
 
 import korean_food
 from photo_datasets.photos import images
@@ -117,3 +119,44 @@ def test_the_job_graph_does_not_grow_with_the_corpus(tmp_path):
     sizes[count] = len(pipeline.to_runner_api().SerializeToString())
   assert sizes[len(corpus)] < 5_000_000, sizes
   assert sizes[len(corpus)] - sizes[1_000] < 200_000, sizes  # About 20 bytes a batch of 64 photos.
+
+
+def test_the_scan_the_series_and_the_hashes_run_on_beam_each_photo_decoded_once(tmp_path, monkeypatch):
+  from photo_datasets.building import beam_generation
+
+  phases: list[str] = []
+  real_map = beam_generation.BeamExecutor.map
+
+  def recorded(self, task, items, **kwargs):
+    phases.append(getattr(task, "__name__", type(task).__name__))
+    return real_map(self, task, items, **kwargs)
+
+  monkeypatch.setattr(beam_generation.BeamExecutor, "map", recorded)
+  opened: list[int] = []
+  real_open = images._open
+  monkeypatch.setattr(images, "_open", lambda data: opened.append(len(data)) or real_open(data))
+  scanned: list[int] = []
+  real_inspect = images.decode_and_inspect
+  monkeypatch.setattr(images, "decode_and_inspect", lambda data: scanned.append(len(data)) or real_inspect(data))
+  beam_build = build("korean_food/224", tmp_path / "beam", SAMPLE, beam_options=_direct_runner())
+
+  assert phases == ["_Inspect", "RunMatcher", "file_sha256"]
+  photos = sum(split.num_examples for split in beam_build.info.splits.values())
+  # The scan opens every image file once and converts it from that decode; generation opens none.
+  assert len(scanned) > photos > 30 and opened == scanned
+  assert not list(pathlib.Path(beam_build.data_dir).glob("beam-*"))  # Nothing left over.
+
+
+def test_a_batch_a_runner_ran_twice_counts_once_and_a_lost_one_stops_the_build(tmp_path):
+  from photo_datasets.building import beam_generation
+
+  executor = beam_generation.BeamExecutor(None, _direct_runner(), tmp_path / "work")
+  assert list(executor.map(len, (["a"] * i for i in range(200)), on_crash=len, chunk=64)) == list(range(200))
+  folder = tmp_path / "phase"
+  folder.mkdir()
+  line = beam_generation._result_line(0, [1, 2])
+  (folder / "results-00000-of-00002").write_text(f"{line}\n{beam_generation._result_line(1, [3])}\n")
+  (folder / "results-00001-of-00002").write_text(f"{line}\n")  # A retried batch's second result.
+  assert list(beam_generation._gathered(epath.Path(folder), 2, "phase")) == [1, 2, 3]
+  with pytest.raises(RuntimeError, match="returned 2 of 3 batches"):
+    list(beam_generation._gathered(epath.Path(folder), 3, "phase"))

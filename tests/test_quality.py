@@ -16,7 +16,7 @@ import pytest
 from PIL import Image, ImageFilter
 
 import flowers_dataset  # noqa: F401  (registers the builder)
-from photo_datasets.building import scan, scan_cache
+from photo_datasets.building import executors, scan, scan_cache
 from photo_datasets.catalog import build_stats
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, quality, records, splits
@@ -240,7 +240,7 @@ def test_the_scan_keeps_each_photos_scores_and_moments_and_the_saved_scan_round_
   files = {f"flowers/{p.parent.name}/{p.name}": p.read_bytes() for p in sorted(FLOWERS.glob("*/*.jpg"))[:6]}
   files["flowers/daisy/zz_black.jpg"] = _flat((0, 0, 0))
   report = BuildReport()
-  photos = scan.scan(_candidates(files), report, workers=1)
+  photos = scan.scan(_candidates(files), report, executor=executors.LocalExecutor(1))
   by_name = {p.file_name: p for p in photos}
   black = by_name["flowers/daisy/zz_black.jpg"]
   assert black.quality["dark"] == 0.0 and black.moments == (0, 0, 0, 0, 0, 0)

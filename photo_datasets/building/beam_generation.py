@@ -1,31 +1,53 @@
-"""Generation as an Apache Beam transform, for `tfds build --beam_pipeline_options=...`.
+"""A build's phases on Apache Beam, for `tfds build --beam_pipeline_options=...`.
 
-Imported only when a build runs on Beam. Each Beam worker opens its reader in
-`setup` and closes it in `teardown`, and converts batches of photos that are
-consecutive in location order, so an archive is opened once per batch. The
-per-photo step is `generation.convert_or_skip`, as in a local build. Skipped
-photos leave the pipeline as a side output, written as JSON lines into a
-folder the builder reads back (`read_skips`) once the pipeline has run.
+Imported only when a build runs on Beam. `BeamExecutor` runs the scan, the
+series matching and the record files' hashing (`executors`) as pipelines of
+their own; `ConvertSplit` is the generation, in TFDS's pipeline. Neither puts
+photos in the job graph: they wait in files in the build's folder, which the
+workers read, and the graph holds each batch's place there (a runner refuses a
+graph past a few megabytes; Dataflow: 10 MB).
+
+Each Beam worker opens its reader in `setup` and closes it in `teardown`, and
+converts batches of photos that are consecutive in location order, so an
+archive is opened once per batch. The per-photo step is
+`generation.convert_or_skip`, as in a local build; a photo the scan converted
+already is read back, not converted again. Skipped photos leave the pipeline
+as a side output, written as JSON lines into a folder the builder reads back
+(`read_skips`) once the pipeline has run.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import dataclasses
 import json
 import logging
 import os
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions, WorkerOptions
+from apache_beam.options.pipeline_options import DebugOptions, PipelineOptions, WorkerOptions
 from etils import epath
 
-from photo_datasets.building.generation import Example, ExampleMaker, Reader, convert_or_skip, read_or_skip
+from photo_datasets.building.converted import ConvertedImages
+from photo_datasets.building.generation import (
+  Converted,
+  Example,
+  ExampleMaker,
+  Reader,
+  convert_or_skip,
+  read_or_skip,
+)
+from photo_datasets.building.worker_files import Written
 from photo_datasets.catalog.build_report import Skipped
 from photo_datasets.photos.records import Photo
 
 _BATCH = 64
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 class ConvertPhotos(beam.DoFn):
@@ -51,9 +73,10 @@ class ConvertPhotos(beam.DoFn):
     start, length = place
     with epath.Path(self._batches_path).open("rb") as f:
       f.seek(start)
-      batch: list[Photo] = pickle.loads(f.read(length))
-    for photo in batch:
-      result = convert_or_skip(self._make, photo, read_or_skip(self._reader, photo))
+      batch: list[tuple[Photo, Written | None]] = pickle.loads(f.read(length))
+    for photo, image in batch:
+      source = Converted(image) if image is not None else read_or_skip(self._reader, photo)
+      result = convert_or_skip(self._make, photo, source)
       if isinstance(result, Skipped):
         yield beam.pvalue.TaggedOutput("skipped", json.dumps(dataclasses.asdict(result)))
       else:
@@ -63,13 +86,16 @@ class ConvertPhotos(beam.DoFn):
 class ConvertSplit(beam.PTransform):
   """`(key, example)` pairs of one split, for TFDS's Beam writer. The photos wait in a file in
   `work_dir` (the build's folder, which the workers can read), not in the job graph: a runner
-  refuses a graph past a few megabytes (Dataflow: 10 MB), and a photo's record is about 1 KB."""
+  refuses a graph past a few megabytes (Dataflow: 10 MB), and a photo's record is about 1 KB.
+  A photo in `converted` (the scan's conversion) is read back from there."""
 
   def __init__(self, photos: Sequence[Photo], make: ExampleMaker, reader_type: type[Reader],
-               work_dir: epath.PathLike, split: str):
+               work_dir: epath.PathLike, split: str, converted: ConvertedImages | None = None):
     super().__init__()
     batches_path = os.path.join(os.fspath(work_dir), f"photos-{split}.pickle")
-    self._places = _write_batches(photos, batches_path)
+    sources = [(photo, converted.take(photo, make.image_size) if converted is not None else None)
+               for photo in photos]
+    self._places = _write_batches(sources, batches_path)
     self._convert = ConvertPhotos(make, reader_type, batches_path)
     self._skips_prefix = os.path.join(os.fspath(work_dir), f"skipped-{split}")
 
@@ -81,18 +107,122 @@ class ConvertSplit(beam.PTransform):
     return results.examples
 
 
-def _write_batches(photos: Sequence[Photo], path: str) -> list[tuple[int, int]]:
-  """Writes `photos` to `path` in pickled batches of `_BATCH`; each batch's (start, length)."""
+def _write_batches(items: Iterable[Any], path: str, batch: int = _BATCH) -> list[tuple[int, int]]:
+  """Writes `items` to `path` in pickled batches of `batch`; each batch's (start, length)."""
   places = []
   epath.Path(path).parent.mkdir(parents=True, exist_ok=True)
   with epath.Path(path).open("wb") as f:
     start = 0
-    for i in range(0, len(photos), _BATCH):
-      data = pickle.dumps(list(photos[i:i + _BATCH]), protocol=pickle.HIGHEST_PROTOCOL)
+    for part in _batched(items, batch):
+      data = pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
       f.write(data)
       places.append((start, len(data)))
       start += len(data)
   return places
+
+
+def _batched(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
+  part: list[Item] = []
+  for item in items:
+    part.append(item)
+    if len(part) == size:
+      yield part
+      part = []
+  if part:
+    yield part
+
+
+def _read_batch(path: str, start: int, length: int) -> Any:
+  with epath.Path(path).open("rb") as f:
+    f.seek(start)
+    return pickle.loads(f.read(length))
+
+
+class _RunBatches(beam.DoFn):
+  """A phase's function over a batch of its items, both read from the phase's folder; one
+  line of text per batch: its index and results, pickled."""
+
+  def __init__(self, folder: str):
+    super().__init__()
+    self._folder = folder
+    self._task: Callable[[Any], Any] | None = None
+
+  def setup(self) -> None:
+    self._task = pickle.loads(epath.Path(self._folder, "task.pickle").read_bytes())
+
+  def process(self, place: tuple[int, int, int]) -> Iterator[str]:
+    if self._task is None:
+      raise RuntimeError("_RunBatches.process ran before setup")
+    index, start, length = place
+    batch = _read_batch(os.path.join(self._folder, "items.pickle"), start, length)
+    yield _result_line(index, [self._task(item) for item in batch])
+
+
+@dataclasses.dataclass
+class BeamExecutor:
+  """The phases of a build (`executors`) as Beam pipelines, each on the runner and options of
+  the build's own. The runner retries a batch whose worker failed; the results are kept by
+  batch, so a batch run twice counts once, and a batch missing stops the build."""
+
+  runner: Any
+  options: PipelineOptions | None
+  work_dir: epath.PathLike  # In the build's folder, which the workers read and write.
+  _phases: int = 0
+
+  def map(self, task: Callable[[Item], Result], items: Iterable[Item], *,
+          on_crash: Callable[[Item], Result], chunk: int) -> Iterator[Result]:
+    del on_crash  # The runner retries, then fails the pipeline.
+    self._phases += 1
+    name = getattr(task, "__qualname__", type(task).__qualname__)
+    folder = epath.Path(self.work_dir) / f"phase-{self._phases}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "task.pickle").write_bytes(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL))
+    places = [(index, start, length) for index, (start, length)
+              in enumerate(_write_batches(items, os.fspath(folder / "items.pickle"), chunk))]
+    return self._run(name, folder, places)
+
+  def _run(self, name: str, folder: epath.Path, places: list[tuple[int, int, int]]
+           ) -> Iterator[Any]:
+    try:
+      if places:
+        with beam.Pipeline(runner=self.runner, options=self.options) as pipeline:
+          _ = (pipeline
+               | f"{name}Batches" >> beam.Create(places)
+               | f"Run{name}" >> beam.ParDo(_RunBatches(os.fspath(folder)))
+               | "WriteResults" >> beam.io.WriteToText(os.fspath(folder / "results")))
+        _submission_environment_staged(self.options)
+      results = list(_gathered(folder, len(places), name))
+    finally:
+      folder.rmtree(missing_ok=True)
+      with contextlib.suppress(OSError):
+        epath.Path(self.work_dir).rmdir()  # Empty once its last phase has run.
+    yield from results
+
+
+def _submission_environment_staged(options: PipelineOptions | None) -> None:
+  """The build's later pipelines, TFDS's among them, run in the environment its first one
+  staged the list of (Beam runs `pip freeze` for each pipeline a runner stages files for)."""
+  if options is not None:
+    options.view_as(DebugOptions).add_experiment("disable_logging_submission_environment")
+
+
+def _result_line(index: int, results: list[Any]) -> str:
+  """A batch's results as `_RunBatches` writes them: one line of text."""
+  return base64.b64encode(pickle.dumps((index, results), protocol=pickle.HIGHEST_PROTOCOL)).decode()
+
+
+def _gathered(folder: epath.Path, batches: int, name: str) -> Iterator[Any]:
+  """The results of a phase's `batches` batches, in order, from the lines its pipeline wrote in
+  `folder`; a batch written twice (its bundle retried) is kept once."""
+  by_batch = {}
+  for path in sorted(folder.glob("results-*")):
+    for line in path.read_text().splitlines():
+      index, results = pickle.loads(base64.b64decode(line))
+      by_batch[index] = results
+  if len(by_batch) != batches:
+    raise RuntimeError(f"{name} on Beam returned {len(by_batch)} of {batches} batches")
+  for index in range(batches):
+    yield from by_batch[index]
 
 
 def quiet_logs(options: PipelineOptions | None) -> None:

@@ -53,6 +53,7 @@ from photo_datasets.building import (
   configs,
   converted,
   disk,
+  executors,
   generation,
   parallel,
   reproducible,
@@ -261,9 +262,12 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
                     or os.path.join(os.fspath(dl_manager.download_dir), "manual"))
       raise unbuilt.SourceNotFound(f"{unbuilt.message(self, manual_dir=os.fspath(manual_dir))}\n"
                                    f"What to put there:{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
+    build.executor = executors.LocalExecutor(self.workers)
     if build.beam:
       from photo_datasets.building import beam_generation  # Needs apache_beam.
       beam_generation.quiet_logs(download_config.beam_options)
+      build.executor = beam_generation.BeamExecutor(download_config.beam_runner, download_config.beam_options,
+                                                    self._beam_work_dir)
     try:
       super()._download_and_prepare(dl_manager, download_config)
     finally:
@@ -276,6 +280,11 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     self.info.metadata["source"] = build.source_path
     self.info.metadata["manual_dir"] = build.manual_dir  # For the command that builds a sibling config (`built`).
     # The record files are still in the build's temporary folder, `data_path` until TFDS moves them.
+    if build.beam:  # Hashed on the workers; the local writers hash what they write.
+      names = fingerprint.record_files(self.info)
+      hashes = build.executor.map(fingerprint.file_sha256, [self.data_path / name for name in names],
+                                  on_crash=_unhashed, chunk=1)
+      build.record_sha256.update(zip(names, hashes, strict=True))
     self.info.metadata[fingerprint.METADATA_KEY] = fingerprint.record(self.info, self.data_path,
                                                                       build.record_sha256)
     sizes = {name: split.num_examples for name, split in self.info.splits.items()}
@@ -360,7 +369,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     self._build.source_path = os.fspath(source)
     if self._build.beam:
       from photo_datasets.building import beam_generation  # Needs apache_beam.
-      return beam_generation.ConvertSplit(photos, make, self.READER, self._beam_work_dir, split)
+      return beam_generation.ConvertSplit(photos, make, self.READER, self._beam_work_dir, split,
+                                          self._build.converted)
     return generation.LocalSplit(photos, make, self.READER(), self._build.report.skipped_files, self.workers,
                                  self._build.converted)
 
@@ -399,8 +409,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
 
   def _scan_source(self, source: epath.Path, cache: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
     size = self.builder_config.image_size
-    # Beam workers convert on other machines; a bucket (gs://) holds no temporary file of ours.
-    converts_in_scan = bool(size) and not self._build.beam and disk.is_local(self.data_dir)
+    # A bucket (gs://) holds no temporary file of ours.
+    converts_in_scan = bool(size) and disk.is_local(self.data_dir)
     keeps_keypoints = self._series_order() is not None and disk.is_local(self.data_dir)  # `scan.scan`'s folder.
     self._check_disk_space(*self._estimate_source(source), converts_in_scan=converts_in_scan,
                            keeps_keypoints=keeps_keypoints)
@@ -408,7 +418,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     listing = self._list_source(source, report)
     if size and converts_in_scan:
       self._build.converted = converted.ConvertedImages(size, self.data_dir)
-    photos = scan.scan(listing, report, workers=self.workers, converted=self._build.converted,
+    photos = scan.scan(listing, report, executor=self._build.executor, converted=self._build.converted,
                        series_position=self._series_order(),
                        folder=self.data_dir if disk.is_local(self.data_dir) else None)
     report.quality_flags = build_stats.flag_rows(photos)  # Information only: no photo is left out for a flag.
@@ -454,6 +464,10 @@ def _loaded_objects_frozen() -> Iterator[None]:
     gc.unfreeze()
 
 
+def _unhashed(path: epath.Path) -> str:
+  raise RuntimeError(f"hashing {path} killed its worker twice")
+
+
 def _scan_cache_dir(dl_manager: tfds.download.DownloadManager) -> epath.Path | None:
   """`<download dir>/scans`, unless that lies in the manual dir: user data,
   never written to (as with TFDS's test harness, where both are dummy_data)."""
@@ -489,7 +503,8 @@ class _Build:
   """A build in progress, from `download_and_prepare` to its end: what TFDS's
   hooks (`_split_generators`, `_generate_examples`, ...) learn and share."""
 
-  beam: bool = False  # Whether Beam runs the generation.
+  beam: bool = False  # Whether Beam runs the phases.
+  executor: executors.Executor = executors.LocalExecutor(1)  # What runs the phases.
   started: float = dataclasses.field(default_factory=time.perf_counter)
   report: BuildReport = dataclasses.field(default_factory=BuildReport)
   split_photos: dict[str, list[records.Photo]] = dataclasses.field(default_factory=dict)  # Given to generation.

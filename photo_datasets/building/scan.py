@@ -30,8 +30,9 @@ from collections.abc import Callable, Iterable, Iterator
 
 from tensorflow_datasets.core.utils import tqdm_utils
 
-from photo_datasets.building import parallel, worker_files
+from photo_datasets.building import worker_files
 from photo_datasets.building.converted import ConvertedImages
+from photo_datasets.building.executors import Executor
 from photo_datasets.catalog.build_report import BuildReport, Skipped
 from photo_datasets.photos import images, near_duplicates, quality, series, splits
 from photo_datasets.photos.records import Candidate, Photo, class_folder, photo_box
@@ -106,11 +107,11 @@ def _crashed(candidate: Candidate) -> Skipped:
                  "checking or converting it killed the worker process (out of memory or a decoder crash)")
 
 
-def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
+def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Executor,
          converted: ConvertedImages | None = None,
          series_position: Callable[[str], int | None] | None = None,
          folder: str | os.PathLike[str] | None = None) -> list[Photo]:
-  """Validates and hashes every candidate; returns the photos sorted by name.
+  """Validates and hashes every candidate, on `executor`; returns the photos sorted by name.
   With `converted`, also converts each photo for its config where the scan's
   decode suffices. With `series_position` (a file name's place in its class's
   natural order, or None), also groups the series (`series.groups`); the workers
@@ -135,8 +136,7 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
   inspect = _Inspect(converted.size if converted is not None else None, series=series_position is not None,
                      converted_folder=converted.folder if converted is not None else "", keypoints_folder=keypoints)
   try:
-    for result in parallel.ordered_map(inspect, first_copies(), workers=workers, on_crash=_crashed,
-                                       chunk=PHOTOS_PER_TASK):
+    for result in executor.map(inspect, first_copies(), on_crash=_crashed, chunk=PHOTOS_PER_TASK):
       if isinstance(result, Skipped):
         report.skipped_files.append(result)
         continue
@@ -166,8 +166,8 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, workers: int,
       names = [p.file_name for p in photos]
       features.reorder([arrival[n] for n in names])
       found = series.groups(names, features, series_position, class_folder,
-                            pair_map=lambda task, runs: parallel.ordered_map(task, runs, workers=workers, chunk=1,
-                                                                             on_crash=series.unmatched))
+                            pair_map=lambda task, runs: executor.map(task, runs, chunk=1,
+                                                                     on_crash=series.unmatched))
   finally:
     if features is not None:
       features.close()

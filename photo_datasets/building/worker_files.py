@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import os
+import socket
 from typing import BinaryIO
 
 # This process's open files: (process id, folder/stem) -> file.
@@ -38,10 +39,12 @@ class Written:
 
 
 def append(folder: str, stem: str, data: bytes) -> Written:
-  """Appends `data` to this process's file `stem` in `folder` (`<stem>-<process id>`)."""
+  """Appends `data` to this process's file `stem` in `folder` (`<stem>-<host>-<process id>`:
+  Beam's workers on several machines may share the folder)."""
   key = (os.getpid(), os.path.join(folder, stem))  # A forked worker opens its own.
   if (file := _OPEN.get(key)) is None:
-    file = _OPEN[key] = open(f"{key[1]}-{key[0]}", "ab", buffering=0)  # noqa: SIM115 (open until `close`)
+    path = f"{key[1]}-{socket.gethostname()}-{key[0]}"
+    file = _OPEN[key] = open(path, "ab", buffering=0)  # noqa: SIM115 (open until `close`)
   offset = file.tell()
   if file.write(data) != len(data):
     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), file.name)
