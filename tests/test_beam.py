@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import pathlib
+import re
 
 import apache_beam as beam
 import pytest
@@ -20,6 +21,11 @@ SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 def _examples(builder) -> dict[str, tuple]:
   """file_name -> (split, label, stored image bytes)."""
   return {name: (ex["split"], ex["label"], ex["image"]) for name, ex in read_examples(builder).items()}
+
+
+def _thumbnails(builder) -> list[str]:
+  page = (pathlib.Path(builder.data_dir) / "report.html").read_text()
+  return sorted(re.findall(r"data:image/jpeg;base64,[A-Za-z0-9+/=]+", page))
 
 
 def _direct_runner() -> beam.options.pipeline_options.PipelineOptions:
@@ -43,6 +49,8 @@ def test_beam_build_equals_the_single_process_build(tmp_path, caplog):
     assert with_beam[name][2] == image, name
   assert (dict(built["beam"].info.metadata)["skipped_files"]
           == dict(built["single"].info.metadata)["skipped_files"])
+  # The report page's thumbnails, made on the workers, are the local build's.
+  assert _thumbnails(built["beam"]) == _thumbnails(built["single"]) != []
   croissant = json.loads((pathlib.Path(built["beam"].data_dir) / "croissant.json").read_text())
   described = {file["contentUrl"] for file in croissant["distribution"] if "sha256" in file}
   assert described == {p.name for p in pathlib.Path(built["beam"].data_dir).glob("*.tfrecord-*")}
@@ -121,7 +129,7 @@ def test_the_job_graph_does_not_grow_with_the_corpus(tmp_path):
   assert sizes[len(corpus)] - sizes[1_000] < 200_000, sizes  # About 20 bytes a batch of 64 photos.
 
 
-def test_the_scan_the_series_and_the_hashes_run_on_beam_each_photo_decoded_once(tmp_path, monkeypatch):
+def test_the_scan_the_series_the_hashes_and_the_thumbnails_run_on_beam_each_photo_decoded_once(tmp_path, monkeypatch):
   from photo_datasets.building import beam_generation
 
   phases: list[str] = []
@@ -140,7 +148,7 @@ def test_the_scan_the_series_and_the_hashes_run_on_beam_each_photo_decoded_once(
   monkeypatch.setattr(images, "decode_and_inspect", lambda data: scanned.append(len(data)) or real_inspect(data))
   beam_build = build("korean_food/224", tmp_path / "beam", SAMPLE, beam_options=_direct_runner())
 
-  assert phases == ["_Inspect", "RunMatcher", "file_sha256"]
+  assert phases == ["_Inspect", "RunMatcher", "file_sha256", "_Thumbnails"]
   photos = sum(split.num_examples for split in beam_build.info.splits.values())
   # The scan opens every image file once and converts it from that decode; generation opens none.
   assert len(scanned) > photos > 30 and opened == scanned

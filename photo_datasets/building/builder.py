@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import itertools
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -288,9 +289,13 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     self.info.metadata[fingerprint.METADATA_KEY] = fingerprint.record(self.info, self.data_path,
                                                                       build.record_sha256)
     sizes = {name: split.num_examples for name, split in self.info.splits.items()}
+    split_of = {p.file_name: split for split, group in built.items() for p in group}
+    # Made here, while the build's folder (the executor's) is still the temporary one.
+    thumbnails = self._thumbnails(built, split_of)
     # Printed by `download_and_prepare` once the page is written, with its path.
-    self._built = _Built(build.report, sizes, {p.file_name: split for split, group in built.items() for p in group},
-                         self._source_reader(built), time.perf_counter() - build.started)
+    self._built = _Built(build.report, sizes, split_of,
+                         lambda names: {n: thumbnails[n] for n in names if n in thumbnails},
+                         time.perf_counter() - build.started)
 
   def _built_photos(self) -> dict[str, list[records.Photo]]:
     """The photos in each split's records: those given to generation, less those it skipped."""
@@ -298,22 +303,24 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     return {split: [p for p in photos if p.file_name not in skipped]
             for split, photos in self._build.split_photos.items()}
 
-  def _source_reader(self, built: dict[str, list[records.Photo]]) -> Callable[[set[str]], dict[str, bytes]]:
-    """Reads the report page's photos from the source and makes their thumbnails, framed as
-    stored (a sized config's square crop), on the workers: a few reads instead of a pass over
-    every record."""
-    by_name = {p.file_name: p for photos in built.values() for p in photos}
-    thumbnail = _Thumbnail(square=bool(self.builder_config.image_size))
+  def _thumbnails(self, built: dict[str, list[records.Photo]], split_of: dict[str, str]) -> dict[str, bytes]:
+    """The report page's photos, read from the source and framed as stored (a sized config's
+    square crop), on the build's executor: a few reads instead of a pass over every record."""
+    from photo_datasets.catalog import report_page  # Its own module, as in `_write_report_page`.
+    from photo_datasets.catalog.page_data import wanted_thumbnails
 
-    def read(names: set[str]) -> dict[str, bytes]:
-      photos = sorted((by_name[n] for n in names if n in by_name), key=lambda p: p.location)
-      with self.READER() as reader:
-        # A photo only the builder's reader can read is read here; the workers read the rest.
-        items = ((p, generation.read_or_skip(reader, p) if p.span is None else None) for p in photos)
-        made = parallel.ordered_map(thumbnail, items, workers=self.workers, on_crash=lambda _: None)
-        return {p.file_name: small for p, small in zip(photos, made, strict=True) if small}
-
-    return read
+    try:
+      wanted, _ = wanted_thumbnails(report_page.page_data(self, split_of))
+      photos = sorted((p for group in built.values() for p in group if p.file_name in wanted),
+                      key=lambda p: p.location)
+      thumbnails = _Thumbnails(square=bool(self.builder_config.image_size), reader_type=self.READER)
+      runs = [photos[i:i + _THUMBNAILS_PER_TASK] for i in range(0, len(photos), _THUMBNAILS_PER_TASK)]
+      made = self._build.executor.map(thumbnails, runs, on_crash=_no_thumbnails, chunk=1)
+      return {p.file_name: small for p, small in zip(photos, itertools.chain.from_iterable(made),
+                                                     strict=True) if small}
+    except Exception as e:  # The page is for a person to read: it never fails a build.
+      logging.warning("Could not make the build report page's thumbnails: %s: %s", type(e).__name__, e)
+      return {}
 
   @classmethod
   def class_descriptions(cls) -> dict[str, str]:
@@ -480,22 +487,33 @@ def _scan_cache_dir(dl_manager: tfds.download.DownloadManager) -> epath.Path | N
   return epath.Path(cache_dir)
 
 
+def _no_thumbnails(photos: list[records.Photo]) -> list[bytes | None]:
+  return [None] * len(photos)
+
+
+# Photos one task reads in location order through one reader, so an archive is opened once.
+_THUMBNAILS_PER_TASK = 16
+
+
 @dataclasses.dataclass(frozen=True)
-class _Thumbnail:
-  """A report page's thumbnail of one built photo, from its source bytes (read here when not
-  given), framed as stored; None where the photo is gone since or nothing of it decodes."""
+class _Thumbnails:
+  """The report page's thumbnails of a run of built photos, from their source bytes, framed as
+  stored; None for a photo gone since or of which nothing decodes."""
 
   square: bool  # A sized config's centre square, of the photo's crop box.
+  reader_type: type[generation.Reader]  # For a photo without a span: the builder's reader.
 
-  def __call__(self, item: tuple[records.Photo, bytes | Skipped | None]) -> bytes | None:
+  def __call__(self, photos: list[records.Photo]) -> list[bytes | None]:
     from photo_datasets.catalog import report_page  # Its own module, as in `_write_report_page`.
 
-    photo, data = item
-    if data is None:
-      data = generation.read_or_skip(None, photo)  # type: ignore[arg-type]  # From its span.
-    if isinstance(data, Skipped):  # Gone since.
-      return None
-    return report_page.thumbnail(data, box=photo.box if self.square else None, square=self.square)
+    made: list[bytes | None] = []
+    with self.reader_type() as reader:
+      for photo in photos:
+        data = generation.read_or_skip(reader, photo)
+        made.append(None if isinstance(data, Skipped)  # Gone since.
+                    else report_page.thumbnail(data, box=photo.box if self.square else None,
+                                               square=self.square))
+    return made
 
 
 @dataclasses.dataclass
