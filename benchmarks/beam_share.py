@@ -11,7 +11,9 @@ launcher, its scan's worker processes included) and of the worker pool's
 tree (the SDK workers). The launcher's start-up (a `tfds build` of the config
 already built: imports, TFDS's checks) is measured apart and left out of its
 share, as the goal asks. On a cluster only the pool's work spreads over
-machines: the launcher's share is what one machine still does.
+machines: the launcher's share is what one machine still does. Then the same
+`tfds build` without Beam (the package's own worker pool, every core), into a
+data dir of its own, for the two builds' times side by side.
 """
 
 from __future__ import annotations
@@ -29,16 +31,17 @@ from photo_datasets.testing import loopback
 import harness  # benchmarks/harness.py
 
 
-def _sampled_cpu(process: subprocess.Popen[bytes], pool: int) -> tuple[float, float]:
-  """CPU seconds of `process`'s tree and the growth of `pool`'s while `process` runs."""
-  seen: dict[str, dict[int, int]] = {"launcher": {}, "pool": {}}
-  before = sum(harness.tree_cpu_ticks(pool).values())
+def _sampled_cpu(process: subprocess.Popen[bytes], pool: int | None = None) -> tuple[float, float]:
+  """CPU seconds of `process`'s tree and the growth of `pool`'s (if given) while `process` runs."""
+  roots = {"launcher": process.pid, **({"pool": pool} if pool is not None else {})}
+  seen: dict[str, dict[int, int]] = {tree: {} for tree in roots}
+  before = sum(harness.tree_cpu_ticks(pool).values()) if pool is not None else 0
   while process.poll() is None:
-    for tree, root in (("launcher", process.pid), ("pool", pool)):
+    for tree, root in roots.items():
       seen[tree].update(harness.tree_cpu_ticks(root))
     time.sleep(0.5)
   ticks = {tree: sum(by_pid.values()) for tree, by_pid in seen.items()}
-  return ticks["launcher"] / harness.CLOCK_TICKS, (ticks["pool"] - before) / harness.CLOCK_TICKS
+  return ticks["launcher"] / harness.CLOCK_TICKS, (ticks.get("pool", before) - before) / harness.CLOCK_TICKS
 
 
 def main() -> None:
@@ -75,11 +78,22 @@ def main() -> None:
   finally:
     for service in services:
       service.terminate()
+  local_dir = os.path.join(args.workdir, "data_local")
+  shutil.rmtree(local_dir, ignore_errors=True)
+  start = time.perf_counter()
+  local = subprocess.Popen([*command[:-4], "--data_dir", local_dir, *command[-2:]],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  local_cpu, _ = _sampled_cpu(local)
+  local_wall = time.perf_counter() - start
+  if local.returncode:
+    raise SystemExit(f"the local build failed ({local.returncode})")
   work = launcher - startup
   report = {"corpus": corpus, "photos": args.photos, "config": args.config, "wall_seconds": round(wall, 1),
             "launcher_cpu_seconds": round(launcher, 1), "launcher_startup_cpu_seconds": round(startup, 1),
             "pool_cpu_seconds": round(pool, 1),
-            "launcher_share_beyond_startup": round(work / (work + pool), 3), "machine": harness.machine()}
+            "launcher_share_beyond_startup": round(work / (work + pool), 3),
+            "local_wall_seconds": round(local_wall, 1), "local_cpu_seconds": round(local_cpu, 1),
+            "machine": harness.machine()}
   print(json.dumps(report, indent=1, ensure_ascii=False))
 
 

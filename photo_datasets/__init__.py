@@ -12,9 +12,11 @@ imports only those below it (`pyproject.toml`'s import-linter contracts):
              photographer's series (`series`), quality scores (`quality`),
              the split rule (`splits`).
   building/  what `tfds build` runs: `builder.PhotoBuilder` (the base class and
-             its hooks), the size `configs`, the `scan` on every core
-             (`parallel`), its saved copy (`scan_cache`) and the images it
-             converted (`converted`), `generation` and `beam_generation`,
+             its hooks), the size `configs`, the `scan`, its saved copy
+             (`scan_cache`) and the images it converted (`converted`),
+             `generation`, the two ways the phases run (`executors`: this
+             machine's worker pool, `parallel`, or Beam's workers,
+             `beam_generation`),
              records the same bytes in every process (`reproducible`),
              `disk` checks and the build lock, `sharding`, what a reader
              of a config not built is told (`unbuilt`: the other versions

@@ -133,13 +133,13 @@ def test_the_scan_the_series_the_hashes_and_the_thumbnails_run_on_beam_each_phot
   from photo_datasets.building import beam_generation
 
   phases: list[str] = []
-  real_map = beam_generation.BeamExecutor.map
+  real_phase = beam_generation.BeamExecutor.phase
 
-  def recorded(self, task, items, **kwargs):
+  def recorded(self, task, items, chunk):
     phases.append(getattr(task, "__name__", type(task).__name__))
-    return real_map(self, task, items, **kwargs)
+    return real_phase(self, task, items, chunk)
 
-  monkeypatch.setattr(beam_generation.BeamExecutor, "map", recorded)
+  monkeypatch.setattr(beam_generation.BeamExecutor, "phase", recorded)
   opened: list[int] = []
   real_open = images._open
   monkeypatch.setattr(images, "_open", lambda data: opened.append(len(data)) or real_open(data))
@@ -168,3 +168,18 @@ def test_a_batch_a_runner_ran_twice_counts_once_and_a_lost_one_stops_the_build(t
   assert list(beam_generation._gathered(epath.Path(folder), 2, "phase")) == [1, 2, 3]
   with pytest.raises(RuntimeError, match="returned 2 of 3 batches"):
     list(beam_generation._gathered(epath.Path(folder), 3, "phase"))
+
+
+def test_a_phase_s_job_graph_does_not_grow_with_the_corpus(tmp_path):
+  """The scan's 150,513 candidates wait in the phase's folder; the graph holds each batch's place."""
+  from photo_datasets.building import beam_generation, scan
+
+  executor = beam_generation.BeamExecutor(None, None, tmp_path / "work")
+  candidate = "x" * 1_000  # About a candidate's pickled size.
+  sizes = {}
+  for count in (1_000, 150_513):
+    pipeline = beam.Pipeline()
+    _ = pipeline | executor.phase(len, [candidate] * count, scan.PHOTOS_PER_TASK)
+    sizes[count] = len(pipeline.to_runner_api().SerializeToString())
+  assert sizes[150_513] < 5_000_000, sizes
+  assert sizes[150_513] - sizes[1_000] < 200_000, sizes

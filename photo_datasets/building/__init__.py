@@ -1,1 +1,2 @@
-"""What `tfds build` runs: the builder base class, the scan, generation, Beam, workers, disk, shards."""
+"""What `tfds build` runs: the builder base class, the scan, generation, the phases' two executors
+(this machine's workers, Beam's), disk, shards."""

@@ -33,6 +33,7 @@ from apache_beam.options.pipeline_options import DebugOptions, PipelineOptions, 
 from etils import epath
 
 from photo_datasets.building.converted import ConvertedImages
+from photo_datasets.building.executors import Phase
 from photo_datasets.building.generation import (
   Converted,
   Example,
@@ -171,32 +172,52 @@ class BeamExecutor:
 
   def map(self, task: Callable[[Item], Result], items: Iterable[Item], *,
           on_crash: Callable[[Item], Result], chunk: int) -> Iterator[Result]:
-    del on_crash  # The runner retries, then fails the pipeline.
+    return iter(self.run_together([Phase(task, items, on_crash, chunk)])[0])
+
+  def run_together(self, phases: Sequence[Phase[Any, Any]]) -> list[list[Any]]:
+    # `on_crash` unused: the runner retries a failed batch, then fails the pipeline.
+    transforms = [self.phase(phase.task, phase.items, phase.chunk) for phase in phases]
+    try:
+      if any(transform.places for transform in transforms):
+        with beam.Pipeline(runner=self.runner, options=self.options) as pipeline:
+          for transform in transforms:
+            if transform.places:
+              _ = pipeline | transform
+        _submission_environment_staged(self.options)
+      return [list(_gathered(transform.folder, len(transform.places), transform.phase_name))
+              for transform in transforms]
+    finally:
+      for transform in transforms:
+        transform.folder.rmtree(missing_ok=True)
+      with contextlib.suppress(OSError):
+        epath.Path(self.work_dir).rmdir()  # Empty once its last phase has run.
+
+  def phase(self, task: Callable[[Item], Result], items: Iterable[Item], chunk: int) -> RunPhase:
+    """The transform that maps `task` over `items`, `chunk` a batch, once both are written
+    into a folder of the work dir of their own."""
     self._phases += 1
-    name = getattr(task, "__qualname__", type(task).__qualname__)
     folder = epath.Path(self.work_dir) / f"phase-{self._phases}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "task.pickle").write_bytes(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL))
-    places = [(index, start, length) for index, (start, length)
-              in enumerate(_write_batches(items, os.fspath(folder / "items.pickle"), chunk))]
-    return self._run(name, folder, places)
+    places = _write_batches(items, os.fspath(folder / "items.pickle"), chunk)
+    name = getattr(task, "__qualname__", type(task).__qualname__)
+    return RunPhase(f"{name}-{self._phases}", folder, places)
 
-  def _run(self, name: str, folder: epath.Path, places: list[tuple[int, int, int]]
-           ) -> Iterator[Any]:
-    try:
-      if places:
-        with beam.Pipeline(runner=self.runner, options=self.options) as pipeline:
-          _ = (pipeline
-               | f"{name}Batches" >> beam.Create(places)
-               | f"Run{name}" >> beam.ParDo(_RunBatches(os.fspath(folder)))
-               | "WriteResults" >> beam.io.WriteToText(os.fspath(folder / "results")))
-        _submission_environment_staged(self.options)
-      results = list(_gathered(folder, len(places), name))
-    finally:
-      folder.rmtree(missing_ok=True)
-      with contextlib.suppress(OSError):
-        epath.Path(self.work_dir).rmdir()  # Empty once its last phase has run.
-    yield from results
+
+class RunPhase(beam.PTransform):
+  """A phase's batches run on the workers, each batch's results written as a line of text
+  into the phase's folder; the graph holds the batches' places, not the items."""
+
+  def __init__(self, name: str, folder: epath.Path, places: list[tuple[int, int]]):
+    super().__init__(name)
+    self.phase_name, self.folder, self.places = name, folder, places
+
+  def expand(self, pipeline: beam.pvalue.PBegin) -> beam.pvalue.PCollection:
+    places = [(index, start, length) for index, (start, length) in enumerate(self.places)]
+    return (pipeline
+            | "Batches" >> beam.Create(places)
+            | "Run" >> beam.ParDo(_RunBatches(os.fspath(self.folder)))
+            | "WriteResults" >> beam.io.WriteToText(os.fspath(self.folder / "results")))
 
 
 def _submission_environment_staged(options: PipelineOptions | None) -> None:

@@ -39,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import itertools
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -280,21 +279,26 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     self.info.metadata.update(build_stats.metadata(built, self.info.features["label"].names))
     self.info.metadata["source"] = build.source_path
     self.info.metadata["manual_dir"] = build.manual_dir  # For the command that builds a sibling config (`built`).
-    # The record files are still in the build's temporary folder, `data_path` until TFDS moves them.
-    if build.beam:  # Hashed on the workers; the local writers hash what they write.
-      names = fingerprint.record_files(self.info)
-      hashes = build.executor.map(fingerprint.file_sha256, [self.data_path / name for name in names],
-                                  on_crash=_unhashed, chunk=1)
-      build.record_sha256.update(zip(names, hashes, strict=True))
+    split_of = {p.file_name: split for split, group in built.items() for p in group}
+    # While the record files are still in the build's temporary folder (`data_path` until TFDS
+    # moves them, and the executor's work dir), on the executor: the files the writer did not
+    # hash, and the report page's thumbnails.
+    unhashed = [name for name in fingerprint.record_files(self.info) if name not in build.record_sha256]
+    runs = self._thumbnail_runs(built, split_of)
+    hashes, thumbnails = build.executor.run_together([
+        executors.Phase(fingerprint.file_sha256, [self.data_path / name for name in unhashed],
+                        on_crash=_unhashed),
+        executors.Phase(_Thumbnails(square=bool(self.builder_config.image_size), reader_type=self.READER),
+                        runs, on_crash=_no_thumbnails)])
+    build.record_sha256.update(zip(unhashed, hashes, strict=True))
     self.info.metadata[fingerprint.METADATA_KEY] = fingerprint.record(self.info, self.data_path,
                                                                       build.record_sha256)
     sizes = {name: split.num_examples for name, split in self.info.splits.items()}
-    split_of = {p.file_name: split for split, group in built.items() for p in group}
-    # Made here, while the build's folder (the executor's) is still the temporary one.
-    thumbnails = self._thumbnails(built, split_of)
+    thumbnail_of = {p.file_name: small for run, made in zip(runs, thumbnails, strict=True)
+                    for p, small in zip(run, made, strict=True) if small}
     # Printed by `download_and_prepare` once the page is written, with its path.
     self._built = _Built(build.report, sizes, split_of,
-                         lambda names: {n: thumbnails[n] for n in names if n in thumbnails},
+                         lambda names: {n: thumbnail_of[n] for n in names if n in thumbnail_of},
                          time.perf_counter() - build.started)
 
   def _built_photos(self) -> dict[str, list[records.Photo]]:
@@ -303,24 +307,21 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     return {split: [p for p in photos if p.file_name not in skipped]
             for split, photos in self._build.split_photos.items()}
 
-  def _thumbnails(self, built: dict[str, list[records.Photo]], split_of: dict[str, str]) -> dict[str, bytes]:
-    """The report page's photos, read from the source and framed as stored (a sized config's
-    square crop), on the build's executor: a few reads instead of a pass over every record."""
+  def _thumbnail_runs(self, built: dict[str, list[records.Photo]],
+                      split_of: dict[str, str]) -> list[list[records.Photo]]:
+    """The report page's photos in runs of `_Thumbnails`, in location order: read from the
+    source and framed as stored, a few reads instead of a pass over every record."""
     from photo_datasets.catalog import report_page  # Its own module, as in `_write_report_page`.
     from photo_datasets.catalog.page_data import wanted_thumbnails
 
     try:
       wanted, _ = wanted_thumbnails(report_page.page_data(self, split_of))
-      photos = sorted((p for group in built.values() for p in group if p.file_name in wanted),
-                      key=lambda p: p.location)
-      thumbnails = _Thumbnails(square=bool(self.builder_config.image_size), reader_type=self.READER)
-      runs = [photos[i:i + _THUMBNAILS_PER_TASK] for i in range(0, len(photos), _THUMBNAILS_PER_TASK)]
-      made = self._build.executor.map(thumbnails, runs, on_crash=_no_thumbnails, chunk=1)
-      return {p.file_name: small for p, small in zip(photos, itertools.chain.from_iterable(made),
-                                                     strict=True) if small}
     except Exception as e:  # The page is for a person to read: it never fails a build.
-      logging.warning("Could not make the build report page's thumbnails: %s: %s", type(e).__name__, e)
-      return {}
+      logging.warning("Could not choose the build report page's thumbnails: %s: %s", type(e).__name__, e)
+      return []
+    photos = sorted((p for group in built.values() for p in group if p.file_name in wanted),
+                    key=lambda p: p.location)
+    return [photos[i:i + _THUMBNAILS_PER_TASK] for i in range(0, len(photos), _THUMBNAILS_PER_TASK)]
 
   @classmethod
   def class_descriptions(cls) -> dict[str, str]:

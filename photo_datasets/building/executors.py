@@ -2,30 +2,44 @@
 
 A phase is written once, as a picklable function over one item: a candidate
 file (the scan's `_Inspect`), a run of series pairs (`series.RunMatcher`), a
-record file (`fingerprint.file_sha256`). An `Executor` maps it over the items
-and yields the results in the items' order, so a build is the same bytes
-whichever runs it:
+record file (`fingerprint.file_sha256`, where the writer did not hash it), a
+run of the report page's photos (the builder's `_Thumbnails`). An `Executor`
+maps it over the items and yields the results in the items' order, so a
+build is the same bytes whichever runs it:
 
 * `LocalExecutor`: a pool of worker processes (`parallel.ordered_map`).
 * `beam_generation.BeamExecutor`: one Beam pipeline per phase, on the runner
   of `tfds build --beam_pipeline_options=...`; the items and the function
   wait in files in the build's folder, the job graph holds their places.
 
-What stays in the launching process is what needs every photo at once and
-costs little: the listing, the near-copy grouping over the gathered hashes,
-the split assignment.
+Generation and the records' writing run on the same workers: through
+`LocalSplit` and `writing`, or as `beam_generation.ConvertSplit` in TFDS's
+Beam pipeline. What stays in the launching process is what needs every
+photo at once and costs little: the listing, the series' windows, the
+near-copy grouping over the gathered hashes and the groups' components, the
+split assignment, the metadata (docs/building.md#apache-beam measures it).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 from photo_datasets.building import parallel
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
+
+
+@dataclasses.dataclass(frozen=True)
+class Phase(Generic[Item, Result]):
+  """A phase's function and its items, for `Executor.run_together`."""
+
+  task: Callable[[Item], Result]
+  items: Iterable[Item]
+  on_crash: Callable[[Item], Result]  # The result of an item whose worker died twice.
+  chunk: int = 1  # Items that travel together (1 for large tasks).
 
 
 class Executor(Protocol):
@@ -36,6 +50,10 @@ class Executor(Protocol):
     """`task(item)` for every item, in order. `chunk` items travel together (1 for large
     tasks); `on_crash` gives the result of an item whose worker died twice, where the executor
     does not retry it itself."""
+    ...
+
+  def run_together(self, phases: Sequence[Phase[Any, Any]]) -> list[list[Any]]:
+    """The results of independent phases, each in its items' order (on Beam: one pipeline)."""
     ...
 
 
@@ -49,3 +67,11 @@ class LocalExecutor:
           on_crash: Callable[[Item], Result], chunk: int) -> Iterator[Result]:
     return parallel.ordered_map(task, items, workers=self.workers, on_crash=on_crash,
                                 chunk=chunk)
+
+  def run_together(self, phases: Sequence[Phase[Any, Any]]) -> list[list[Any]]:
+    results = []
+    for phase in phases:
+      items = list(phase.items)  # None: no pool started for nothing.
+      results.append(list(self.map(phase.task, items, on_crash=phase.on_crash, chunk=phase.chunk))
+                     if items else [])
+    return results
