@@ -132,14 +132,15 @@ def test_the_job_graph_does_not_grow_with_the_corpus(tmp_path):
 def test_the_scan_the_series_the_hashes_and_the_thumbnails_run_on_beam_each_photo_decoded_once(tmp_path, monkeypatch):
   from photo_datasets.building import beam_generation
 
-  phases: list[str] = []
-  real_phase = beam_generation.BeamExecutor.phase
+  pipelines: list[list[str]] = []  # The executor's, by their phases' tasks (and groupings').
+  real_run = beam_generation.BeamExecutor._run
 
-  def recorded(self, task, items, chunk):
-    phases.append(getattr(task, "__name__", type(task).__name__))
-    return real_phase(self, task, items, chunk)
+  def recorded(self, transforms):
+    pipelines.append([f"{t.phase_name.split('-')[0]}{'/' + type(t.grouping.task).__name__ if t.grouping else ''}"
+                      for t in transforms])
+    return real_run(self, transforms)
 
-  monkeypatch.setattr(beam_generation.BeamExecutor, "phase", recorded)
+  monkeypatch.setattr(beam_generation.BeamExecutor, "_run", recorded)
   opened: list[int] = []
   real_open = images._open
   monkeypatch.setattr(images, "_open", lambda data: opened.append(len(data)) or real_open(data))
@@ -148,7 +149,8 @@ def test_the_scan_the_series_the_hashes_and_the_thumbnails_run_on_beam_each_phot
   monkeypatch.setattr(images, "decode_and_inspect", lambda data: scanned.append(len(data)) or real_inspect(data))
   beam_build = build("korean_food/224", tmp_path / "beam", SAMPLE, beam_options=_direct_runner())
 
-  assert phases == ["_Inspect", "RunMatcher", "file_sha256", "_Thumbnails"]
+  # The scan with each class's series, then (after TFDS's pipeline) the hashes and thumbnails.
+  assert pipelines == [["_Inspect/_ClassSeries"], ["file_sha256", "_Thumbnails"]]
   photos = sum(split.num_examples for split in beam_build.info.splits.values())
   # The scan opens every image file once and converts it from that decode; generation opens none.
   assert len(scanned) > photos > 30 and opened == scanned
@@ -162,12 +164,13 @@ def test_a_batch_a_runner_ran_twice_counts_once_and_a_lost_one_stops_the_build(t
   assert list(executor.map(len, (["a"] * i for i in range(200)), on_crash=len, chunk=64)) == list(range(200))
   folder = tmp_path / "phase"
   folder.mkdir()
-  line = beam_generation._result_line(0, [1, 2])
-  (folder / "results-00000-of-00002").write_text(f"{line}\n{beam_generation._result_line(1, [3])}\n")
+  line = beam_generation._result_line(0, ([1, 2], ["a"]))
+  (folder / "results-00000-of-00002").write_text(
+      f"{line}\n{beam_generation._result_line(1, ([3], ['b']))}\n")
   (folder / "results-00001-of-00002").write_text(f"{line}\n")  # A retried batch's second result.
-  assert list(beam_generation._gathered(epath.Path(folder), 2, "phase")) == [1, 2, 3]
+  assert beam_generation._gathered(epath.Path(folder), 2, "phase") == ([1, 2, 3], {"a", "b"})
   with pytest.raises(RuntimeError, match="returned 2 of 3 batches"):
-    list(beam_generation._gathered(epath.Path(folder), 3, "phase"))
+    beam_generation._gathered(epath.Path(folder), 3, "phase")
 
 
 def test_a_phase_s_job_graph_does_not_grow_with_the_corpus(tmp_path):

@@ -33,7 +33,7 @@ from apache_beam.options.pipeline_options import DebugOptions, PipelineOptions, 
 from etils import epath
 
 from photo_datasets.building.converted import ConvertedImages
-from photo_datasets.building.executors import Phase
+from photo_datasets.building.executors import Grouping, Phase
 from photo_datasets.building.generation import (
   Converted,
   Example,
@@ -49,6 +49,8 @@ from photo_datasets.photos.records import Photo
 _BATCH = 64
 Item = TypeVar("Item")
 Result = TypeVar("Result")
+Value = TypeVar("Value")
+GroupResult = TypeVar("GroupResult")
 
 
 class ConvertPhotos(beam.DoFn):
@@ -141,22 +143,55 @@ def _read_batch(path: str, start: int, length: int) -> Any:
 
 class _RunBatches(beam.DoFn):
   """A phase's function over a batch of its items, both read from the phase's folder; one
-  line of text per batch: its index and results, pickled."""
+  line of text per batch: its index and results, pickled. With a grouping, the results it
+  keeps and their keys, and their (key, value) pairs as the output "keyed"."""
 
   def __init__(self, folder: str):
     super().__init__()
     self._folder = folder
     self._task: Callable[[Any], Any] | None = None
+    self._grouping: Grouping[Any, Any, Any] | None = None
 
   def setup(self) -> None:
     self._task = pickle.loads(epath.Path(self._folder, "task.pickle").read_bytes())
+    if (grouping := epath.Path(self._folder, "grouping.pickle")).exists():
+      self._grouping = pickle.loads(grouping.read_bytes())
 
-  def process(self, place: tuple[int, int, int]) -> Iterator[str]:
+  def process(self, place: tuple[int, int, int]) -> Iterator[Any]:
     if self._task is None:
       raise RuntimeError("_RunBatches.process ran before setup")
     index, start, length = place
     batch = _read_batch(os.path.join(self._folder, "items.pickle"), start, length)
-    yield _result_line(index, [self._task(item) for item in batch])
+    results = [self._task(item) for item in batch]
+    if self._grouping is None:
+      yield _result_line(index, (results, []))
+      return
+    kept, keys = [], set()
+    for result in results:
+      result, pairs = self._grouping.split(result)
+      kept.append(result)
+      for key, value in pairs:
+        keys.add(key)
+        yield beam.pvalue.TaggedOutput("keyed", (key, value))
+    yield _result_line(index, (kept, sorted(keys)))
+
+
+class _RunGroups(beam.DoFn):
+  """A grouping's task over one key and its values; one line of text: the key and result."""
+
+  def __init__(self, folder: str):
+    super().__init__()
+    self._folder = folder
+    self._grouping: Grouping[Any, Any, Any] | None = None
+
+  def setup(self) -> None:
+    self._grouping = pickle.loads(epath.Path(self._folder, "grouping.pickle").read_bytes())
+
+  def process(self, group: tuple[str, Iterable[Any]]) -> Iterator[str]:
+    if self._grouping is None:
+      raise RuntimeError("_RunGroups.process ran before setup")
+    key, values = group
+    yield _result_line(key, self._grouping.task((key, list(values))))
 
 
 @dataclasses.dataclass
@@ -170,13 +205,23 @@ class BeamExecutor:
   work_dir: epath.PathLike  # In the build's folder, which the workers read and write.
   _phases: int = 0
 
+  on_this_machine = False  # Whatever the runner: a cluster's workers share the build's folder only.
+
   def map(self, task: Callable[[Item], Result], items: Iterable[Item], *,
           on_crash: Callable[[Item], Result], chunk: int) -> Iterator[Result]:
     return iter(self.run_together([Phase(task, items, on_crash, chunk)])[0])
 
   def run_together(self, phases: Sequence[Phase[Any, Any]]) -> list[list[Any]]:
-    # `on_crash` unused: the runner retries a failed batch, then fails the pipeline.
-    transforms = [self.phase(phase.task, phase.items, phase.chunk) for phase in phases]
+    return self._run([self.phase(phase.task, phase.items, phase.chunk) for phase in phases])[0]
+
+  def map_and_group(self, phase: Phase[Item, Result], grouping: Grouping[Result, Value, GroupResult]
+                    ) -> tuple[list[Result], dict[str, GroupResult]]:
+    (results,), groups = self._run([self.phase(phase.task, phase.items, phase.chunk, grouping)])
+    return results, groups[0]
+
+  def _run(self, transforms: list[RunPhase]) -> tuple[list[list[Any]], list[dict[str, Any]]]:
+    """Runs the phases in one pipeline (`on_crash` unused: the runner retries a failed batch,
+    then fails the pipeline); their results, and their groupings' by key."""
     try:
       if any(transform.places for transform in transforms):
         with beam.Pipeline(runner=self.runner, options=self.options) as pipeline:
@@ -184,40 +229,53 @@ class BeamExecutor:
             if transform.places:
               _ = pipeline | transform
         _submission_environment_staged(self.options)
-      return [list(_gathered(transform.folder, len(transform.places), transform.phase_name))
-              for transform in transforms]
+      results, groups = [], []
+      for transform in transforms:
+        phase_results, keys = _gathered(transform.folder, len(transform.places), transform.phase_name)
+        results.append(phase_results)
+        groups.append(_gathered_groups(transform, keys) if transform.grouping else {})
+      return results, groups
     finally:
       for transform in transforms:
         transform.folder.rmtree(missing_ok=True)
       with contextlib.suppress(OSError):
         epath.Path(self.work_dir).rmdir()  # Empty once its last phase has run.
 
-  def phase(self, task: Callable[[Item], Result], items: Iterable[Item], chunk: int) -> RunPhase:
-    """The transform that maps `task` over `items`, `chunk` a batch, once both are written
-    into a folder of the work dir of their own."""
+  def phase(self, task: Callable[[Item], Result], items: Iterable[Item], chunk: int,
+            grouping: Grouping[Result, Any, Any] | None = None) -> RunPhase:
+    """The transform that maps `task` over `items`, `chunk` a batch (and groups the results'
+    values by `grouping`), once all are written into a folder of the work dir of their own."""
     self._phases += 1
     folder = epath.Path(self.work_dir) / f"phase-{self._phases}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "task.pickle").write_bytes(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL))
+    if grouping is not None:
+      (folder / "grouping.pickle").write_bytes(pickle.dumps(grouping, protocol=pickle.HIGHEST_PROTOCOL))
     places = _write_batches(items, os.fspath(folder / "items.pickle"), chunk)
     name = getattr(task, "__qualname__", type(task).__qualname__)
-    return RunPhase(f"{name}-{self._phases}", folder, places)
+    return RunPhase(f"{name}-{self._phases}", folder, places, grouping)
 
 
 class RunPhase(beam.PTransform):
   """A phase's batches run on the workers, each batch's results written as a line of text
-  into the phase's folder; the graph holds the batches' places, not the items."""
+  into the phase's folder; with a grouping, the results' values grouped by key and each
+  group's result written beside. The graph holds the batches' places, not the items."""
 
-  def __init__(self, name: str, folder: epath.Path, places: list[tuple[int, int]]):
+  def __init__(self, name: str, folder: epath.Path, places: list[tuple[int, int]],
+               grouping: Grouping[Any, Any, Any] | None = None):
     super().__init__(name)
-    self.phase_name, self.folder, self.places = name, folder, places
+    self.phase_name, self.folder, self.places, self.grouping = name, folder, places, grouping
 
-  def expand(self, pipeline: beam.pvalue.PBegin) -> beam.pvalue.PCollection:
+  def expand(self, pipeline: beam.pvalue.PBegin) -> None:
     places = [(index, start, length) for index, (start, length) in enumerate(self.places)]
-    return (pipeline
-            | "Batches" >> beam.Create(places)
-            | "Run" >> beam.ParDo(_RunBatches(os.fspath(self.folder)))
-            | "WriteResults" >> beam.io.WriteToText(os.fspath(self.folder / "results")))
+    run = pipeline | "Batches" >> beam.Create(places) | "Run" >> beam.ParDo(
+        _RunBatches(os.fspath(self.folder))).with_outputs("keyed", main="results")
+    _ = run.results | "WriteResults" >> beam.io.WriteToText(os.fspath(self.folder / "results"))
+    if self.grouping is not None:
+      _ = (run.keyed
+           | "GroupByKey" >> beam.GroupByKey()
+           | "RunGroups" >> beam.ParDo(_RunGroups(os.fspath(self.folder)))
+           | "WriteGroups" >> beam.io.WriteToText(os.fspath(self.folder / "groups")))
 
 
 def _submission_environment_staged(options: PipelineOptions | None) -> None:
@@ -227,23 +285,42 @@ def _submission_environment_staged(options: PipelineOptions | None) -> None:
     options.view_as(DebugOptions).add_experiment("disable_logging_submission_environment")
 
 
-def _result_line(index: int, results: list[Any]) -> str:
-  """A batch's results as `_RunBatches` writes them: one line of text."""
+def _result_line(index: int | str, results: Any) -> str:
+  """A batch's results (or a group's) as `_RunBatches` (`_RunGroups`) writes them: one line."""
   return base64.b64encode(pickle.dumps((index, results), protocol=pickle.HIGHEST_PROTOCOL)).decode()
 
 
-def _gathered(folder: epath.Path, batches: int, name: str) -> Iterator[Any]:
+def _gathered_groups(phase: RunPhase, keys: set[str]) -> dict[str, Any]:
+  """The results of a phase's grouping by key, from the lines its pipeline wrote in the
+  phase's folder; a group written twice (its bundle retried) is kept once, one missing stops
+  the build."""
+  by_key = dict(_lines(phase.folder, "groups-*"))
+  if by_key.keys() != keys:
+    raise RuntimeError(f"{phase.phase_name} on Beam grouped {len(by_key.keys() & keys)} of "
+                       f"{len(keys)} keys")
+  return {key: by_key[key] for key in sorted(by_key)}
+
+
+def _gathered(folder: epath.Path, batches: int, name: str) -> tuple[list[Any], set[str]]:
   """The results of a phase's `batches` batches, in order, from the lines its pipeline wrote in
-  `folder`; a batch written twice (its bundle retried) is kept once."""
-  by_batch = {}
-  for path in sorted(folder.glob("results-*")):
-    for line in path.read_text().splitlines():
-      index, results = pickle.loads(base64.b64decode(line))
-      by_batch[index] = results
+  `folder`, and the keys of their grouping; a batch written twice (its bundle retried) is kept
+  once."""
+  by_batch = dict(_lines(folder, "results-*"))
   if len(by_batch) != batches:
     raise RuntimeError(f"{name} on Beam returned {len(by_batch)} of {batches} batches")
+  results, keys = [], set()
   for index in range(batches):
-    yield from by_batch[index]
+    batch_results, batch_keys = by_batch[index]
+    results += batch_results
+    keys.update(batch_keys)
+  return results, keys
+
+
+def _lines(folder: epath.Path, pattern: str) -> Iterator[tuple[Any, Any]]:
+  """The (index or key, results) of the lines `_result_line` wrote in the files `pattern`."""
+  for path in sorted(folder.glob(pattern)):
+    for line in path.read_text().splitlines():
+      yield pickle.loads(base64.b64decode(line))
 
 
 def quiet_logs(options: PipelineOptions | None) -> None:

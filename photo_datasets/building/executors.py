@@ -22,6 +22,7 @@ split assignment, the metadata (docs/building.md#apache-beam measures it).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, Protocol, TypeVar
@@ -30,6 +31,8 @@ from photo_datasets.building import parallel
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
+Value = TypeVar("Value")
+GroupResult = TypeVar("GroupResult")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +43,17 @@ class Phase(Generic[Item, Result]):
   items: Iterable[Item]
   on_crash: Callable[[Item], Result]  # The result of an item whose worker died twice.
   chunk: int = 1  # Items that travel together (1 for large tasks).
+
+
+@dataclasses.dataclass(frozen=True)
+class Grouping(Generic[Result, Value, GroupResult]):
+  """What `Executor.map_and_group` does with a phase's results: `split` gives the result
+  kept and its (key, value) pairs, and `task` maps a key with all its values (in no order)
+  to one result."""
+
+  split: Callable[[Result], tuple[Result, list[tuple[str, Value]]]]
+  task: Callable[[tuple[str, list[Value]]], GroupResult]
+  on_crash: Callable[[tuple[str, list[Value]]], GroupResult]  # Where its worker died twice.
 
 
 class Executor(Protocol):
@@ -54,6 +68,17 @@ class Executor(Protocol):
 
   def run_together(self, phases: Sequence[Phase[Any, Any]]) -> list[list[Any]]:
     """The results of independent phases, each in its items' order (on Beam: one pipeline)."""
+    ...
+
+  def map_and_group(self, phase: Phase[Item, Result], grouping: Grouping[Result, Value, GroupResult]
+                    ) -> tuple[list[Result], dict[str, GroupResult]]:
+    """The phase's results in its items' order, and by key, the grouping's result over the
+    values its results gave (on Beam: one pipeline, the values grouped on the workers)."""
+    ...
+
+  @property
+  def on_this_machine(self) -> bool:
+    """Whether the workers share this machine's disk (its temporary folders)."""
     ...
 
 
@@ -71,7 +96,25 @@ class LocalExecutor:
   def run_together(self, phases: Sequence[Phase[Any, Any]]) -> list[list[Any]]:
     results = []
     for phase in phases:
-      items = list(phase.items)  # None: no pool started for nothing.
+      items = list(phase.items)  # An empty phase starts no pool.
       results.append(list(self.map(phase.task, items, on_crash=phase.on_crash, chunk=phase.chunk))
                      if items else [])
     return results
+
+  def map_and_group(self, phase: Phase[Item, Result], grouping: Grouping[Result, Value, GroupResult]
+                    ) -> tuple[list[Result], dict[str, GroupResult]]:
+    results = []
+    by_key: dict[str, list[Value]] = collections.defaultdict(list)
+    for result in self.map(phase.task, phase.items, on_crash=phase.on_crash, chunk=phase.chunk):
+      kept, pairs = grouping.split(result)
+      results.append(kept)
+      for key, value in pairs:
+        by_key[key].append(value)
+    keys = sorted(by_key)
+    grouped = self.map(grouping.task, [(key, by_key[key]) for key in keys],
+                       on_crash=grouping.on_crash, chunk=1) if keys else iter(())
+    return results, dict(zip(keys, grouped, strict=True))
+
+  @property
+  def on_this_machine(self) -> bool:
+    return True

@@ -32,7 +32,7 @@ from tensorflow_datasets.core.utils import tqdm_utils
 
 from photo_datasets.building import worker_files
 from photo_datasets.building.converted import ConvertedImages
-from photo_datasets.building.executors import Executor
+from photo_datasets.building.executors import Executor, Grouping, Phase
 from photo_datasets.catalog.build_report import BuildReport, Skipped
 from photo_datasets.photos import images, near_duplicates, quality, series, splits
 from photo_datasets.photos.records import Candidate, Photo, class_folder, photo_box
@@ -102,6 +102,49 @@ def _second_copies(twice: dict[tuple[str, str], list[str]]) -> list[str]:
           f"left out those in {left}"]
 
 
+def _series_features(result: _Scanned | Skipped) -> tuple[_Scanned | Skipped, list[tuple[str, _SeriesFeatures]]]:
+  """A scanned photo less its series features, and those keyed by its class folder, for
+  `_ClassSeries`: they go to the class's task, not back to this process."""
+  if isinstance(result, Skipped):
+    return result, []
+  name = result.photo.file_name
+  kept = dataclasses.replace(result, series_features=b"", keypoints=None)
+  return kept, [(class_folder(name), (name, result.series_features, result.keypoints))]
+
+
+# A photo's name, its features (`series.describe`; less the keypoints where a worker wrote those)
+# and where the worker wrote its keypoints.
+_SeriesFeatures = tuple[str, bytes, "worker_files.Written | None"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _ClassSeries:
+  """The series of one class folder (`series.groups`), from its photos' features in any
+  order; the groups as file names. Runs in a worker, which reads the keypoints itself."""
+
+  position: Callable[[str], int | None]
+
+  def __call__(self, group: tuple[str, list[_SeriesFeatures]]) -> list[list[str]]:
+    photos = sorted(group[1], key=lambda photo: photo[0])
+    features = series.FeatureFile()
+    try:
+      for _, described, kept in photos:
+        if kept is None:
+          features.add(described)
+        else:
+          features.add_written(described, kept.path, kept.offset, kept.size)
+      names = [name for name, _, _ in photos]
+      return [[names[i] for i in members]
+              for members in series.groups(names, features, self.position, class_folder)]
+    finally:
+      features.close()
+
+
+def _no_series(group: tuple[str, list[_SeriesFeatures]]) -> list[list[str]]:
+  """No series in a class whose worker died (the matching's memory or a crash)."""
+  return []
+
+
 def _crashed(candidate: Candidate) -> Skipped:
   return Skipped(candidate.file_name,
                  "checking or converting it killed the worker process (out of memory or a decoder crash)")
@@ -114,9 +157,10 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
   """Validates and hashes every candidate, on `executor`; returns the photos sorted by name.
   With `converted`, also converts each photo for its config where the scan's
   decode suffices. With `series_position` (a file name's place in its class's
-  natural order, or None), also groups the series (`series.groups`); the workers
-  keep the photos' keypoints in files of their own in `folder` (the build's) until
-  then, or without one, this process in a temporary file."""
+  natural order, or None), also finds the series, a class a task (`_ClassSeries`):
+  the workers keep the photos' keypoints in files of their own in `folder` (the
+  build's) or, where they share this machine, a temporary folder; else the
+  keypoints travel with the results."""
 
   def first_copies() -> Iterator[Candidate]:
     kept_at: dict[str, str] = {}  # file_name -> where its first copy lies.
@@ -130,50 +174,45 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
     report.warnings += _second_copies(twice)
 
   photos = []
-  features = series.FeatureFile() if series_position is not None else None  # Until the series are found.
-  keypoints = tempfile.mkdtemp(prefix="keypoints.", dir=folder) if features is not None and folder else None
-  arrival: dict[str, int] = {}
+  # The workers keep the keypoints in files of their own until the series are found: in
+  # `folder`, or in a temporary folder where they share this machine.
+  keeps = series_position is not None and (folder is not None or executor.on_this_machine)
+  keypoints = tempfile.mkdtemp(prefix="keypoints.", dir=folder) if keeps else None
   inspect = _Inspect(converted.size if converted is not None else None, series=series_position is not None,
                      converted_folder=converted.folder if converted is not None else "", keypoints_folder=keypoints)
+  phase = Phase(inspect, first_copies(), on_crash=_crashed, chunk=PHOTOS_PER_TASK)
+  series_by_class: dict[str, list[list[str]]] = {}
   try:
-    for result in executor.map(inspect, first_copies(), on_crash=_crashed, chunk=PHOTOS_PER_TASK):
+    if series_position is None:
+      results = list(executor.map(phase.task, phase.items, on_crash=phase.on_crash, chunk=phase.chunk))
+    else:
+      results, series_by_class = executor.map_and_group(
+          phase, Grouping(_series_features, _ClassSeries(series_position), on_crash=_no_series))
+    for result in results:
       if isinstance(result, Skipped):
         report.skipped_files.append(result)
         continue
       photos.append(result.photo)
-      if features is not None:
-        arrival[result.photo.file_name] = len(features)
-        if result.keypoints is None:
-          features.add(result.series_features)
-        else:
-          kept = result.keypoints
-          features.add_written(result.series_features, kept.path, kept.offset, kept.size)
       if result.crop_outside:
         report.counts["bad crop lines"] = report.counts.get("bad crop lines", 0) + 1
       if converted is not None and result.image is not None:
         converted.add(result.photo.file_name, result.image, result.photo.box)
-    by_digest = collections.defaultdict(list)
-    for photo in photos:
-      by_digest[photo.digest].append(photo.file_name)
-    report.duplicates = sorted(sorted(group) for group in by_digest.values() if len(group) > 1)
-    report.counts["images converted to JPEG"] = sum(not p.check.is_clean_jpeg for p in photos)
-    report.counts["padded JPEGs kept"] = sum(p.check.padding > 0 for p in photos)  # Flagged `padded_jpeg`.
-    if "bad crop lines" in report.counts:  # The listing read crop files.
-      report.counts["images with a crop box"] = sum(p.box is not None for p in photos)
-    photos = sorted(photos, key=lambda p: p.file_name)
-    found: list[list[int]] = []
-    if features is not None and series_position is not None:
-      names = [p.file_name for p in photos]
-      features.reorder([arrival[n] for n in names])
-      found = series.groups(names, features, series_position, class_folder,
-                            pair_map=lambda task, runs: executor.map(task, runs, chunk=1,
-                                                                     on_crash=series.unmatched))
   finally:
-    if features is not None:
-      features.close()
     if keypoints is not None:
       worker_files.close(keypoints)  # This process's, with one worker.
       shutil.rmtree(keypoints, ignore_errors=True)
+  by_digest = collections.defaultdict(list)
+  for photo in photos:
+    by_digest[photo.digest].append(photo.file_name)
+  report.duplicates = sorted(sorted(group) for group in by_digest.values() if len(group) > 1)
+  report.counts["images converted to JPEG"] = sum(not p.check.is_clean_jpeg for p in photos)
+  report.counts["padded JPEGs kept"] = sum(p.check.padding > 0 for p in photos)  # Flagged `padded_jpeg`.
+  if "bad crop lines" in report.counts:  # The listing read crop files.
+    report.counts["images with a crop box"] = sum(p.box is not None for p in photos)
+  photos = sorted(photos, key=lambda p: p.file_name)
+  index_of = {p.file_name: i for i, p in enumerate(photos)}
+  found = sorted(sorted(index_of[name] for name in group)
+                 for groups in series_by_class.values() for group in groups)
   return group_near_duplicates(photos, report, found)
 
 
