@@ -186,3 +186,22 @@ def test_a_phase_s_job_graph_does_not_grow_with_the_corpus(tmp_path):
     sizes[count] = len(pipeline.to_runner_api().SerializeToString())
   assert sizes[150_513] < 5_000_000, sizes
   assert sizes[150_513] - sizes[1_000] < 200_000, sizes
+
+
+@pytest.mark.real_photos
+def test_bundles_a_runner_runs_again_count_once(tmp_path, real_kfood):
+  """As a runner retries a bundle whose worker was lost: Beam's `direct_runner_bundle_repeat`
+  runs every bundle once more, its side effects (files written, photos converted) and all.
+  The records, the skips and the series are the local build's: the sample's skips, and the
+  series among the real photos."""
+  from photo_datasets.catalog import fingerprint
+
+  again = beam.options.pipeline_options.PipelineOptions(
+      ["--runner=DirectRunner", "--direct_runner_bundle_repeat=1"])
+  for source, shows in ((SAMPLE, "skipped_files"), (real_kfood, "series")):
+    local = build("korean_food/224", tmp_path / shows / "local", source)
+    repeated = build("korean_food/224", tmp_path / shows / "repeated", source, beam_options=again)
+    assert local.info.metadata[shows]
+    assert fingerprint.sha256_of(repeated.info.metadata) == fingerprint.sha256_of(local.info.metadata)
+    for key in ("skipped_files", "series", "near_duplicates", "duplicates"):
+      assert repeated.info.metadata[key] == local.info.metadata[key], key

@@ -11,9 +11,10 @@ Each Beam worker opens its reader in `setup` and closes it in `teardown`, and
 converts batches of photos that are consecutive in location order, so an
 archive is opened once per batch. The per-photo step is
 `generation.convert_or_skip`, as in a local build; a photo the scan converted
-already is read back, not converted again. Skipped photos leave the pipeline
-as a side output, written as JSON lines into a folder the builder reads back
-(`read_skips`) once the pipeline has run.
+already is read back, not converted again. Each bundle writes what comes back
+to the builder (a phase's results, the skipped photos) into a file of its own
+in the build's folder (`_BundleLines`), read once the pipeline has run: what a
+bundle run again wrote twice counts once.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import json
 import logging
 import os
 import pickle
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -53,12 +55,36 @@ Value = TypeVar("Value")
 GroupResult = TypeVar("GroupResult")
 
 
-class ConvertPhotos(beam.DoFn):
-  """Reads and converts a batch of photos, read from the split's batch file by its place there
-  (`_write_batches`); skips go to the "skipped" output."""
+class _BundleLines(beam.DoFn):
+  """A DoFn that writes lines of text, a file of its own per bundle (`<prefix>-<unique>` in
+  `folder`) when the bundle ends: a bundle the runner runs again writes another, which the
+  reader counts once. Lighter than a sink (`WriteToText`), whose stages and finalisation a
+  job graph and its workers carry for each."""
 
-  def __init__(self, make: ExampleMaker, reader_type: type[Reader], batches_path: str):
+  def __init__(self, folder: str, prefix: str):
     super().__init__()
+    self._folder, self._prefix = folder, prefix
+    self._lines: list[str] = []
+
+  def start_bundle(self) -> None:
+    self._lines = []
+
+  def finish_bundle(self) -> None:
+    if self._lines:
+      unique = uuid.uuid4().hex
+      written = epath.Path(self._folder, f".{self._prefix}-{unique}.incomplete")
+      written.write_text("".join(f"{line}\n" for line in self._lines))
+      written.rename(epath.Path(self._folder, f"{self._prefix}-{unique}"))  # Whole, or not there.
+      self._lines = []
+
+
+class ConvertPhotos(_BundleLines):
+  """Reads and converts a batch of photos, read from the split's batch file by its place there
+  (`_write_batches`); the skips go into files `skipped-<split>-*` in `folder`."""
+
+  def __init__(self, make: ExampleMaker, reader_type: type[Reader], batches_path: str,
+               folder: str, split: str):
+    super().__init__(folder, f"skipped-{split}")
     self._make, self._reader_type, self._batches_path = make, reader_type, batches_path
     self._reader: Reader | None = None
 
@@ -69,8 +95,7 @@ class ConvertPhotos(beam.DoFn):
     if self._reader is not None:
       self._reader.__exit__(None, None, None)
 
-  def process(self, place: tuple[int, int]
-              ) -> Iterator[tuple[str, Example] | beam.pvalue.TaggedOutput]:
+  def process(self, place: tuple[int, int]) -> Iterator[tuple[str, Example]]:
     if self._reader is None:
       raise RuntimeError("ConvertPhotos.process ran before setup")
     start, length = place
@@ -81,7 +106,7 @@ class ConvertPhotos(beam.DoFn):
       source = Converted(image) if image is not None else read_or_skip(self._reader, photo)
       result = convert_or_skip(self._make, photo, source)
       if isinstance(result, Skipped):
-        yield beam.pvalue.TaggedOutput("skipped", json.dumps(dataclasses.asdict(result)))
+        self._lines.append(json.dumps(dataclasses.asdict(result)))
       else:
         yield result
 
@@ -99,15 +124,10 @@ class ConvertSplit(beam.PTransform):
     sources = [(photo, converted.take(photo, make.image_size) if converted is not None else None)
                for photo in photos]
     self._places = _write_batches(sources, batches_path)
-    self._convert = ConvertPhotos(make, reader_type, batches_path)
-    self._skips_prefix = os.path.join(os.fspath(work_dir), f"skipped-{split}")
+    self._convert = ConvertPhotos(make, reader_type, batches_path, os.fspath(work_dir), split)
 
   def expand(self, begin: beam.pvalue.PBegin) -> beam.PCollection:
-    results = (begin
-               | "Batches" >> beam.Create(self._places)
-               | "Convert" >> beam.ParDo(self._convert).with_outputs("skipped", main="examples"))
-    _ = results.skipped | "WriteSkipped" >> beam.io.WriteToText(self._skips_prefix)
-    return results.examples
+    return begin | "Batches" >> beam.Create(self._places) | "Convert" >> beam.ParDo(self._convert)
 
 
 def _write_batches(items: Iterable[Any], path: str, batch: int = _BATCH) -> list[tuple[int, int]]:
@@ -141,14 +161,13 @@ def _read_batch(path: str, start: int, length: int) -> Any:
     return pickle.loads(f.read(length))
 
 
-class _RunBatches(beam.DoFn):
-  """A phase's function over a batch of its items, both read from the phase's folder; one
-  line of text per batch: its index and results, pickled. With a grouping, the results it
-  keeps and their keys, and their (key, value) pairs as the output "keyed"."""
+class _RunBatches(_BundleLines):
+  """A phase's function over a batch of its items, both read from the phase's folder; a line
+  per batch into the folder's files `results-*`: its index and results, pickled. With a
+  grouping, the results it keeps and their keys, and their (key, value) pairs as output."""
 
   def __init__(self, folder: str):
-    super().__init__()
-    self._folder = folder
+    super().__init__(folder, "results")
     self._task: Callable[[Any], Any] | None = None
     self._grouping: Grouping[Any, Any, Any] | None = None
 
@@ -157,14 +176,14 @@ class _RunBatches(beam.DoFn):
     if (grouping := epath.Path(self._folder, "grouping.pickle")).exists():
       self._grouping = pickle.loads(grouping.read_bytes())
 
-  def process(self, place: tuple[int, int, int]) -> Iterator[Any]:
+  def process(self, place: tuple[int, int, int]) -> Iterator[tuple[str, Any]]:
     if self._task is None:
       raise RuntimeError("_RunBatches.process ran before setup")
     index, start, length = place
     batch = _read_batch(os.path.join(self._folder, "items.pickle"), start, length)
     results = [self._task(item) for item in batch]
     if self._grouping is None:
-      yield _result_line(index, (results, []))
+      self._lines.append(_result_line(index, (results, [])))
       return
     kept, keys = [], set()
     for result in results:
@@ -172,26 +191,26 @@ class _RunBatches(beam.DoFn):
       kept.append(result)
       for key, value in pairs:
         keys.add(key)
-        yield beam.pvalue.TaggedOutput("keyed", (key, value))
-    yield _result_line(index, (kept, sorted(keys)))
+        yield key, value
+    self._lines.append(_result_line(index, (kept, sorted(keys))))
 
 
-class _RunGroups(beam.DoFn):
-  """A grouping's task over one key and its values; one line of text: the key and result."""
+class _RunGroups(_BundleLines):
+  """A grouping's task over one key and its values; a line into the folder's files `groups-*`:
+  the key and the result."""
 
   def __init__(self, folder: str):
-    super().__init__()
-    self._folder = folder
+    super().__init__(folder, "groups")
     self._grouping: Grouping[Any, Any, Any] | None = None
 
   def setup(self) -> None:
     self._grouping = pickle.loads(epath.Path(self._folder, "grouping.pickle").read_bytes())
 
-  def process(self, group: tuple[str, Iterable[Any]]) -> Iterator[str]:
+  def process(self, group: tuple[str, Iterable[Any]]) -> None:
     if self._grouping is None:
       raise RuntimeError("_RunGroups.process ran before setup")
     key, values = group
-    yield _result_line(key, self._grouping.task((key, list(values))))
+    self._lines.append(_result_line(key, self._grouping.task((key, list(values)))))
 
 
 @dataclasses.dataclass
@@ -268,14 +287,13 @@ class RunPhase(beam.PTransform):
 
   def expand(self, pipeline: beam.pvalue.PBegin) -> None:
     places = [(index, start, length) for index, (start, length) in enumerate(self.places)]
-    run = pipeline | "Batches" >> beam.Create(places) | "Run" >> beam.ParDo(
-        _RunBatches(os.fspath(self.folder))).with_outputs("keyed", main="results")
-    _ = run.results | "WriteResults" >> beam.io.WriteToText(os.fspath(self.folder / "results"))
+    keyed = (pipeline
+             | "Batches" >> beam.Create(places)
+             | "Run" >> beam.ParDo(_RunBatches(os.fspath(self.folder))))
     if self.grouping is not None:
-      _ = (run.keyed
+      _ = (keyed
            | "GroupByKey" >> beam.GroupByKey()
-           | "RunGroups" >> beam.ParDo(_RunGroups(os.fspath(self.folder)))
-           | "WriteGroups" >> beam.io.WriteToText(os.fspath(self.folder / "groups")))
+           | "RunGroups" >> beam.ParDo(_RunGroups(os.fspath(self.folder))))
 
 
 def _submission_environment_staged(options: PipelineOptions | None) -> None:
@@ -344,8 +362,8 @@ def read_skips(folder: epath.PathLike) -> list[Skipped]:
   """What every `ConvertSplit` working in `folder` skipped; removes the folder, its photos'
   batch files too."""
   folder = epath.Path(folder)
-  skipped = []
+  skipped: dict[Skipped, None] = {}  # Once each: a bundle run again wrote its skips again.
   for path in sorted(folder.glob("skipped-*")):
-    skipped += [Skipped(**json.loads(line)) for line in path.read_text().splitlines() if line]
+    skipped.update((Skipped(**json.loads(line)), None) for line in path.read_text().splitlines() if line)
   folder.rmtree(missing_ok=True)
-  return skipped
+  return sorted(skipped, key=lambda s: (s.file_name, s.reason))
