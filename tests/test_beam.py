@@ -149,8 +149,9 @@ def test_the_scan_the_series_the_hashes_and_the_thumbnails_run_on_beam_each_phot
   monkeypatch.setattr(images, "decode_and_inspect", lambda data: scanned.append(len(data)) or real_inspect(data))
   beam_build = build("korean_food/224", tmp_path / "beam", SAMPLE, beam_options=_direct_runner())
 
-  # The scan with each class's series, then (after TFDS's pipeline) the hashes and thumbnails.
-  assert pipelines == [["_Inspect/_ClassSeries"], ["file_sha256", "_Thumbnails"]]
+  # The scan with the near copies and each class's series, then (after TFDS's pipeline) the
+  # hashes and the thumbnails.
+  assert pipelines == [["_Inspect/_ScanGroups"], ["file_sha256", "_Thumbnails"]]
   photos = sum(split.num_examples for split in beam_build.info.splits.values())
   # The scan opens every image file once and converts it from that decode; generation opens none.
   assert len(scanned) > photos > 30 and opened == scanned

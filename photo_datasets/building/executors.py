@@ -1,22 +1,24 @@
 """The two ways a build's phases run: on this machine's cores, or on Apache Beam's workers.
 
 A phase is written once, as a picklable function over one item: a candidate
-file (the scan's `_Inspect`), a run of series pairs (`series.RunMatcher`), a
-record file (`fingerprint.file_sha256`, where the writer did not hash it), a
+file (the scan's `_Inspect`), a key and its values (the scan's `_ScanGroups`:
+every photo's hashes for the near copies, a class's features for its series),
+a record file (`fingerprint.file_sha256`, where the writer did not hash it), a
 run of the report page's photos (the builder's `_Thumbnails`). An `Executor`
 maps it over the items and yields the results in the items' order, so a
 build is the same bytes whichever runs it:
 
 * `LocalExecutor`: a pool of worker processes (`parallel.ordered_map`).
-* `beam_generation.BeamExecutor`: one Beam pipeline per phase, on the runner
-  of `tfds build --beam_pipeline_options=...`; the items and the function
-  wait in files in the build's folder, the job graph holds their places.
+* `beam_generation.BeamExecutor`: Beam pipelines on the runner of `tfds
+  build --beam_pipeline_options=...`, one for the phases that run together
+  (`run_together`, `map_and_group`: a phase and the grouping of its results'
+  values by key, on the workers); the items and the functions wait in files
+  in the build's folder, the job graph holds their places.
 
 Generation and the records' writing run on the same workers: through
 `LocalSplit` and `writing`, or as `beam_generation.ConvertSplit` in TFDS's
 Beam pipeline. What stays in the launching process is what needs every
-photo at once and costs little: the listing, the series' windows, the
-near-copy grouping over the gathered hashes and the groups' components, the
+photo at once and costs little: the listing, the groups' components, the
 split assignment, the metadata (docs/building.md#apache-beam measures it).
 """
 

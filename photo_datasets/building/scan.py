@@ -27,6 +27,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from tensorflow_datasets.core.utils import tqdm_utils
 
@@ -102,14 +103,27 @@ def _second_copies(twice: dict[tuple[str, str], list[str]]) -> list[str]:
           f"left out those in {left}"]
 
 
-def _series_features(result: _Scanned | Skipped) -> tuple[_Scanned | Skipped, list[tuple[str, _SeriesFeatures]]]:
-  """A scanned photo less its series features, and those keyed by its class folder, for
-  `_ClassSeries`: they go to the class's task, not back to this process."""
-  if isinstance(result, Skipped):
-    return result, []
-  name = result.photo.file_name
-  kept = dataclasses.replace(result, series_features=b"", keypoints=None)
-  return kept, [(class_folder(name), (name, result.series_features, result.keypoints))]
+# The key under which every photo's hashes go to one task, apart from the class folders' keys
+# (a folder's name holds no "/").
+_NEAR_COPIES = "near copies/"
+
+
+@dataclasses.dataclass(frozen=True)
+class _GroupedValues:
+  """A scanned photo less what only its groups need, and that keyed (`Grouping.split`): its
+  hashes under `_NEAR_COPIES`, and with `series` its series features under its class folder.
+  They go to the groups' tasks (`_ScanGroups`), not back to this process."""
+
+  series: bool
+
+  def __call__(self, result: _Scanned | Skipped) -> tuple[_Scanned | Skipped, list[tuple[str, Any]]]:
+    if isinstance(result, Skipped):
+      return result, []
+    name = result.photo.file_name
+    pairs: list[tuple[str, Any]] = [(_NEAR_COPIES, (name, result.photo.check.hashes))]
+    if self.series:
+      pairs.append((class_folder(name), (name, result.series_features, result.keypoints)))
+    return dataclasses.replace(result, series_features=b"", keypoints=None), pairs
 
 
 # A photo's name, its features (`series.describe`; less the keypoints where a worker wrote those)
@@ -118,14 +132,26 @@ _SeriesFeatures = tuple[str, bytes, "worker_files.Written | None"]
 
 
 @dataclasses.dataclass(frozen=True)
-class _ClassSeries:
-  """The series of one class folder (`series.groups`), from its photos' features in any
-  order; the groups as file names. Runs in a worker, which reads the keypoints itself."""
+class _ScanGroups:
+  """The groups the scan finds, as file names, from the values of one key in any order: the
+  near copies among every photo's hashes (`near_duplicates.groups`), or the series of one
+  class folder (`series.groups`; its worker reads the keypoints itself)."""
 
-  position: Callable[[str], int | None]
+  position: Callable[[str], int | None] | None
 
-  def __call__(self, group: tuple[str, list[_SeriesFeatures]]) -> list[list[str]]:
-    photos = sorted(group[1], key=lambda photo: photo[0])
+  def __call__(self, group: tuple[str, list[Any]]) -> list[list[str]]:
+    key, values = group
+    values = sorted(values, key=lambda value: value[0])  # By name, as the scan's photos.
+    names = [value[0] for value in values]
+    if key == _NEAR_COPIES:
+      found = near_duplicates.groups([hashes for _, hashes in values])
+    else:
+      found = self._series(names, values)
+    return [[names[i] for i in members] for members in found]
+
+  def _series(self, names: list[str], photos: list[_SeriesFeatures]) -> list[list[int]]:
+    if self.position is None:
+      raise ValueError("series features without a series order")
     features = series.FeatureFile()
     try:
       for _, described, kept in photos:
@@ -133,16 +159,15 @@ class _ClassSeries:
           features.add(described)
         else:
           features.add_written(described, kept.path, kept.offset, kept.size)
-      names = [name for name, _, _ in photos]
-      return [[names[i] for i in members]
-              for members in series.groups(names, features, self.position, class_folder)]
+      return series.groups(names, features, self.position, class_folder)
     finally:
       features.close()
 
 
-def _no_series(group: tuple[str, list[_SeriesFeatures]]) -> list[list[str]]:
-  """No series in a class whose worker died (the matching's memory or a crash)."""
-  return []
+def _not_grouped(group: tuple[str, list[Any]]) -> None:
+  """A key whose worker died (memory, a crash): no series in its class; the near copies are
+  grouped again in this process."""
+  return None
 
 
 def _crashed(candidate: Candidate) -> Skipped:
@@ -181,13 +206,10 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
   inspect = _Inspect(converted.size if converted is not None else None, series=series_position is not None,
                      converted_folder=converted.folder if converted is not None else "", keypoints_folder=keypoints)
   phase = Phase(inspect, first_copies(), on_crash=_crashed, chunk=PHOTOS_PER_TASK)
-  series_by_class: dict[str, list[list[str]]] = {}
   try:
-    if series_position is None:
-      results = list(executor.map(phase.task, phase.items, on_crash=phase.on_crash, chunk=phase.chunk))
-    else:
-      results, series_by_class = executor.map_and_group(
-          phase, Grouping(_series_features, _ClassSeries(series_position), on_crash=_no_series))
+    results, grouped = executor.map_and_group(
+        phase, Grouping(_GroupedValues(series=series_position is not None),
+                        _ScanGroups(series_position), on_crash=_not_grouped))
     for result in results:
       if isinstance(result, Skipped):
         report.skipped_files.append(result)
@@ -211,19 +233,23 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
     report.counts["images with a crop box"] = sum(p.box is not None for p in photos)
   photos = sorted(photos, key=lambda p: p.file_name)
   index_of = {p.file_name: i for i, p in enumerate(photos)}
+  near = grouped.pop(_NEAR_COPIES, None)
   found = sorted(sorted(index_of[name] for name in group)
-                 for groups in series_by_class.values() for group in groups)
-  return group_near_duplicates(photos, report, found)
+                 for groups in grouped.values() if groups for group in groups)
+  return group_near_duplicates(photos, report, found, near=None if near is None else
+                               [[index_of[name] for name in group] for group in near])
 
 
 def group_near_duplicates(photos: list[Photo], report: BuildReport,
-                          series_groups: Iterable[list[int]] = ()) -> list[Photo]:
-  """Gives every group of near-duplicate photos and series (`series.groups`,
-  indices of `photos`), joined where they touch, the split of its leader
-  (`splits.group_leader`); lists the near-copy groups that are more than
-  byte-identical copies, and the series."""
+                          series_groups: Iterable[list[int]] = (),
+                          near: list[list[int]] | None = None) -> list[Photo]:
+  """Gives every group of near-duplicate photos (`near`, where a worker found them, else
+  `near_duplicates.groups` here) and series (`series.groups`), indices of `photos`, joined
+  where they touch, the split of its leader (`splits.group_leader`); lists the near-copy
+  groups that are more than byte-identical copies, and the series."""
   series_groups = list(series_groups)
-  near = near_duplicates.groups([p.check.hashes for p in photos])
+  if near is None:
+    near = near_duplicates.groups([p.check.hashes for p in photos])
   report.near_duplicates = []
   for members in near:
     if len({photos[i].digest for i in members}) > 1:
