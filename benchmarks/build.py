@@ -295,8 +295,9 @@ def _window_pairs(names: Sequence[str]) -> int:
 
 def _grouping(names: list[str], every: list[bytes], rule: str,
               patches: dict[str, Any]) -> tuple[int, float, float, list[list[int]]]:
-  """`series.groups` as the scan runs it (features in a `FeatureFile`, matched on a worker pool of
-  every core), with `rule`: the pairs matched, CPU seconds (main process and workers), wall seconds."""
+  """`series.groups` over features in a `FeatureFile`, its runs matched on a worker pool of every
+  core (the scan runs the same matching a class a task, `scan._ScanGroups`), with `rule`: the pairs
+  matched, CPU seconds (main process and workers), wall seconds."""
   from korean_food.listing import series_position
   from photo_datasets.building import parallel
   from photo_datasets.photos import series

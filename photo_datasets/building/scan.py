@@ -15,7 +15,10 @@ The first build of a sized config also converts each photo from the scan's
 own decode (`converted.ConvertedImages`), so a photo is decoded once, not twice: the
 workers write the results into their own files (`worker_files`), where they wait
 until TFDS asks for each split; so do the photos' keypoints, until the series
-are found. The main process gets a few numbers a photo.
+are found. The groups are found on the workers too (`_ScanGroups`): the near
+copies among every photo's hashes in one task, a class's series in another,
+on Beam in the scan's own pipeline. The main process gets a few numbers a
+photo, and the groups as names.
 """
 
 from __future__ import annotations
@@ -87,7 +90,7 @@ class _Inspect:
 
 
 # Photos a worker scans per task: the pool's cost, about 0.1 ms of the main process a task, paid once for
-# all of them. (Series pairs go in runs of about 128 pairs, `series.MatchRun`, one a task.)
+# all of them. (A class's series are one task, `_ScanGroups`.)
 PHOTOS_PER_TASK = 64
 
 
