@@ -143,3 +143,49 @@ def test_no_worker_outlives_a_build_whose_main_process_is_killed(tmp_path):
     assert not [pid for pid in workers if _alive(pid)], "workers outlived their build"
   finally:
     build_process.kill()
+
+
+def _numbered(file_name: str) -> int | None:
+  """`NNNN.jpg`'s number; None for the near copies' names."""
+  stem = file_name.rsplit("/", 1)[-1].removesuffix(".jpg")
+  return int(stem) if stem.isdigit() else None
+
+
+def test_a_worker_killed_while_grouping_loses_no_photo_and_no_near_copy(monkeypatch):
+  """The scan's groups are tasks of the pool too (`scan._ScanGroups`): a worker killed while
+  grouping the near copies leaves them to the main process; one killed while finding a class's
+  series costs that class its series, never a photo."""
+  from photo_datasets.building import executors, scan
+  from photo_datasets.catalog.build_report import BuildReport
+  from photo_datasets.photos import near_duplicates, records, series
+  from photo_datasets.testing import duplicates
+
+  photos = sorted((FLOWERS_SAMPLE / "flower_photos").glob("*/*.jpg"))[:24]
+  files = {f"flowers/{p.parent.name}/{i:04d}.jpg": p.read_bytes() for i, p in enumerate(photos)}
+  for kind, data in duplicates.near_copies(photos[0].read_bytes()).items():
+    files[f"flowers/{photos[0].parent.name}/{kind}.jpg"] = data
+  candidates = [records.Candidate(name, (name,), data) for name, data in sorted(files.items())]
+
+  def scanned(workers: int) -> tuple[list[str], BuildReport]:
+    report = BuildReport()
+    found = scan.scan(candidates, report, executor=executors.LocalExecutor(workers),
+                      series_position=_numbered)
+    return [p.file_name for p in found], report
+
+  expected_names, expected = scanned(1)
+  assert expected.near_duplicates and expected.near_duplicates[0]["files"][0].endswith("/0000.jpg")
+  main = os.getpid()
+
+  def killed_in_a_worker(real):
+    def kill_or_run(*args, **kwargs):
+      if os.getpid() != main:
+        os.kill(os.getpid(), signal.SIGKILL)
+      return real(*args, **kwargs)
+    return kill_or_run
+
+  monkeypatch.setattr(near_duplicates, "groups", killed_in_a_worker(near_duplicates.groups))
+  monkeypatch.setattr(series, "groups", killed_in_a_worker(series.groups))
+  names, report = scanned(2)
+  assert names == expected_names
+  assert report.near_duplicates == expected.near_duplicates
+  assert report.series == []
