@@ -1,8 +1,10 @@
 """A build's phases on Apache Beam, for `tfds build --beam_pipeline_options=...`.
 
-Imported only when a build runs on Beam. `BeamExecutor` runs the scan, the
-series matching and the record files' hashing (`executors`) as pipelines of
-their own; `ConvertSplit` is the generation, in TFDS's pipeline. Neither puts
+Imported only when a build runs on Beam. `BeamExecutor` runs a build's phases
+(`executors`) as two pipelines of their own: the scan with its groups (the
+near copies, each class's series), and once the records are written, their
+hashes and the report page's thumbnails. `ConvertSplit` is the generation, in
+TFDS's pipeline. Neither puts
 photos in the job graph: they wait in files in the build's folder, which the
 workers read, and the graph holds each batch's place there (a runner refuses a
 graph past a few megabytes; Dataflow: 10 MB).

@@ -182,13 +182,13 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
          converted: ConvertedImages | None = None,
          series_position: Callable[[str], int | None] | None = None,
          folder: str | os.PathLike[str] | None = None) -> list[Photo]:
-  """Validates and hashes every candidate, on `executor`; returns the photos sorted by name.
-  With `converted`, also converts each photo for its config where the scan's
-  decode suffices. With `series_position` (a file name's place in its class's
-  natural order, or None), also finds the series, a class a task (`_ClassSeries`):
-  the workers keep the photos' keypoints in files of their own in `folder` (the
-  build's) or, where they share this machine, a temporary folder; else the
-  keypoints travel with the results."""
+  """Validates and hashes every candidate, on `executor`, and groups the near copies there
+  (`_ScanGroups`); returns the photos sorted by name. With `converted`, also converts each
+  photo for its config where the scan's decode suffices. With `series_position` (a file
+  name's place in its class's natural order, or None), also finds the series, a class a
+  task: the workers keep the photos' keypoints in files of their own in `folder` (the
+  build's) or, where they share this machine, a temporary folder; else the keypoints travel
+  with the results."""
 
   def first_copies() -> Iterator[Candidate]:
     kept_at: dict[str, str] = {}  # file_name -> where its first copy lies.
