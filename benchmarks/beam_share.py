@@ -42,7 +42,8 @@ def _sampled_cpu(process: subprocess.Popen[bytes], pool: int | None = None) -> t
       seen[tree].update(harness.tree_cpu_ticks(root))
     time.sleep(0.5)
   ticks = {tree: sum(by_pid.values()) for tree, by_pid in seen.items()}
-  return ticks["launcher"] / harness.CLOCK_TICKS, (ticks.get("pool", before) - before) / harness.CLOCK_TICKS
+  pool_ticks = ticks.get("pool", before) - before
+  return ticks["launcher"] / harness.CLOCK_TICKS, pool_ticks / harness.CLOCK_TICKS
 
 
 def main() -> None:

@@ -129,14 +129,15 @@ def test_the_job_graph_does_not_grow_with_the_corpus(tmp_path):
   assert sizes[len(corpus)] - sizes[1_000] < 200_000, sizes  # About 20 bytes a batch of 64 photos.
 
 
-def test_the_scan_the_series_the_hashes_and_the_thumbnails_run_on_beam_each_photo_decoded_once(tmp_path, monkeypatch):
+def test_every_phase_runs_on_beam_and_each_photo_is_decoded_once(tmp_path, monkeypatch):
   from photo_datasets.building import beam_generation
 
   pipelines: list[list[str]] = []  # The executor's, by their phases' tasks (and groupings').
   real_run = beam_generation.BeamExecutor._run
 
   def recorded(self, transforms):
-    pipelines.append([f"{t.phase_name.split('-')[0]}{'/' + type(t.grouping.task).__name__ if t.grouping else ''}"
+    pipelines.append([t.phase_name.split("-")[0]
+                      + (f"/{type(t.grouping.task).__name__}" if t.grouping else "")
                       for t in transforms])
     return real_run(self, transforms)
 
@@ -146,7 +147,8 @@ def test_the_scan_the_series_the_hashes_and_the_thumbnails_run_on_beam_each_phot
   monkeypatch.setattr(images, "_open", lambda data: opened.append(len(data)) or real_open(data))
   scanned: list[int] = []
   real_inspect = images.decode_and_inspect
-  monkeypatch.setattr(images, "decode_and_inspect", lambda data: scanned.append(len(data)) or real_inspect(data))
+  monkeypatch.setattr(images, "decode_and_inspect",
+                      lambda data: scanned.append(len(data)) or real_inspect(data))
   beam_build = build("korean_food/224", tmp_path / "beam", SAMPLE, beam_options=_direct_runner())
 
   # The scan with the near copies and each class's series, then (after TFDS's pipeline) the
@@ -162,7 +164,8 @@ def test_a_batch_a_runner_ran_twice_counts_once_and_a_lost_one_stops_the_build(t
   from photo_datasets.building import beam_generation
 
   executor = beam_generation.BeamExecutor(None, _direct_runner(), tmp_path / "work")
-  assert list(executor.map(len, (["a"] * i for i in range(200)), on_crash=len, chunk=64)) == list(range(200))
+  mapped = executor.map(len, (["a"] * i for i in range(200)), on_crash=len, chunk=64)
+  assert list(mapped) == list(range(200))
   folder = tmp_path / "phase"
   folder.mkdir()
   line = beam_generation._result_line(0, ([1, 2], ["a"]))
@@ -175,7 +178,8 @@ def test_a_batch_a_runner_ran_twice_counts_once_and_a_lost_one_stops_the_build(t
 
 
 def test_a_phase_s_job_graph_does_not_grow_with_the_corpus(tmp_path):
-  """The scan's 150,513 candidates wait in the phase's folder; the graph holds each batch's place."""
+  """The scan's 150,513 candidates wait in the phase's folder; the graph holds each batch's
+  place."""
   from photo_datasets.building import beam_generation, scan
 
   executor = beam_generation.BeamExecutor(None, None, tmp_path / "work")
@@ -203,6 +207,7 @@ def test_bundles_a_runner_runs_again_count_once(tmp_path, real_kfood):
     local = build("korean_food/224", tmp_path / shows / "local", source)
     repeated = build("korean_food/224", tmp_path / shows / "repeated", source, beam_options=again)
     assert local.info.metadata[shows]
-    assert fingerprint.sha256_of(repeated.info.metadata) == fingerprint.sha256_of(local.info.metadata)
+    kept = fingerprint.sha256_of(repeated.info.metadata)
+    assert kept == fingerprint.sha256_of(local.info.metadata)
     for key in ("skipped_files", "series", "near_duplicates", "duplicates"):
       assert repeated.info.metadata[key] == local.info.metadata[key], key

@@ -101,9 +101,7 @@ class ConvertPhotos(_BundleLines):
     if self._reader is None:
       raise RuntimeError("ConvertPhotos.process ran before setup")
     start, length = place
-    with epath.Path(self._batches_path).open("rb") as f:
-      f.seek(start)
-      batch: list[tuple[Photo, Written | None]] = pickle.loads(f.read(length))
+    batch: list[tuple[Photo, Written | None]] = _read_batch(self._batches_path, start, length)
     for photo, image in batch:
       source = Converted(image) if image is not None else read_or_skip(self._reader, photo)
       result = convert_or_skip(self._make, photo, source)
@@ -252,7 +250,8 @@ class BeamExecutor:
         _submission_environment_staged(self.options)
       results, groups = [], []
       for transform in transforms:
-        phase_results, keys = _gathered(transform.folder, len(transform.places), transform.phase_name)
+        phase_results, keys = _gathered(transform.folder, len(transform.places),
+                                        transform.phase_name)
         results.append(phase_results)
         groups.append(_gathered_groups(transform, keys) if transform.grouping else {})
       return results, groups
@@ -271,7 +270,8 @@ class BeamExecutor:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "task.pickle").write_bytes(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL))
     if grouping is not None:
-      (folder / "grouping.pickle").write_bytes(pickle.dumps(grouping, protocol=pickle.HIGHEST_PROTOCOL))
+      (folder / "grouping.pickle").write_bytes(
+          pickle.dumps(grouping, protocol=pickle.HIGHEST_PROTOCOL))
     places = _write_batches(items, os.fspath(folder / "items.pickle"), chunk)
     name = getattr(task, "__qualname__", type(task).__qualname__)
     return RunPhase(f"{name}-{self._phases}", folder, places, grouping)
@@ -366,6 +366,7 @@ def read_skips(folder: epath.PathLike) -> list[Skipped]:
   folder = epath.Path(folder)
   skipped: dict[Skipped, None] = {}  # Once each: a bundle run again wrote its skips again.
   for path in sorted(folder.glob("skipped-*")):
-    skipped.update((Skipped(**json.loads(line)), None) for line in path.read_text().splitlines() if line)
+    skipped.update((Skipped(**json.loads(line)), None)
+                   for line in path.read_text().splitlines() if line)
   folder.rmtree(missing_ok=True)
   return sorted(skipped, key=lambda s: (s.file_name, s.reason))

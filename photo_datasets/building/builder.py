@@ -266,8 +266,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     if build.beam:
       from photo_datasets.building import beam_generation  # Needs apache_beam.
       beam_generation.quiet_logs(download_config.beam_options)
-      build.executor = beam_generation.BeamExecutor(download_config.beam_runner, download_config.beam_options,
-                                                    self._beam_work_dir)
+      build.executor = beam_generation.BeamExecutor(
+          download_config.beam_runner, download_config.beam_options, self._beam_work_dir)
     try:
       super()._download_and_prepare(dl_manager, download_config)
     finally:
@@ -283,13 +283,15 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     # While the record files are still in the build's temporary folder (`data_path` until TFDS
     # moves them, and the executor's work dir), on the executor: the files the writer did not
     # hash, and the report page's thumbnails.
-    unhashed = [name for name in fingerprint.record_files(self.info) if name not in build.record_sha256]
+    unhashed = [name for name in fingerprint.record_files(self.info)
+                if name not in build.record_sha256]
     runs = self._thumbnail_runs(built, split_of)
+    make_thumbnails = _Thumbnails(square=bool(self.builder_config.image_size),
+                                  reader_type=self.READER)
     hashes, thumbnails = build.executor.run_together([
         executors.Phase(fingerprint.file_sha256, [self.data_path / name for name in unhashed],
                         on_crash=_unhashed),
-        executors.Phase(_Thumbnails(square=bool(self.builder_config.image_size), reader_type=self.READER),
-                        runs, on_crash=_no_thumbnails)])
+        executors.Phase(make_thumbnails, runs, on_crash=_no_thumbnails)])
     build.record_sha256.update(zip(unhashed, hashes, strict=True))
     self.info.metadata[fingerprint.METADATA_KEY] = fingerprint.record(self.info, self.data_path,
                                                                       build.record_sha256)
@@ -317,7 +319,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     try:
       wanted, _ = wanted_thumbnails(report_page.page_data(self, split_of))
     except Exception as e:  # The page is for a person to read: it never fails a build.
-      logging.warning("Could not choose the build report page's thumbnails: %s: %s", type(e).__name__, e)
+      logging.warning("Could not choose the build report page's thumbnails: %s: %s",
+                      type(e).__name__, e)
       return []
     photos = sorted((p for group in built.values() for p in group if p.file_name in wanted),
                     key=lambda p: p.location)
@@ -426,8 +429,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     listing = self._list_source(source, report)
     if size and converts_in_scan:
       self._build.converted = converted.ConvertedImages(size, self.data_dir)
-    photos = scan.scan(listing, report, executor=self._build.executor, converted=self._build.converted,
-                       series_position=self._series_order(),
+    photos = scan.scan(listing, report, executor=self._build.executor,
+                       converted=self._build.converted, series_position=self._series_order(),
                        folder=self.data_dir if disk.is_local(self.data_dir) else None)
     report.quality_flags = build_stats.flag_rows(photos)  # Information only: no photo is left out for a flag.
     if cache:

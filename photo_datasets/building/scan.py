@@ -119,7 +119,8 @@ class _GroupedValues:
 
   series: bool
 
-  def __call__(self, result: _Scanned | Skipped) -> tuple[_Scanned | Skipped, list[tuple[str, Any]]]:
+  def __call__(self, result: _Scanned | Skipped
+               ) -> tuple[_Scanned | Skipped, list[tuple[str, Any]]]:
     if isinstance(result, Skipped):
       return result, []
     name = result.photo.file_name
@@ -231,7 +232,8 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
     by_digest[photo.digest].append(photo.file_name)
   report.duplicates = sorted(sorted(group) for group in by_digest.values() if len(group) > 1)
   report.counts["images converted to JPEG"] = sum(not p.check.is_clean_jpeg for p in photos)
-  report.counts["padded JPEGs kept"] = sum(p.check.padding > 0 for p in photos)  # Flagged `padded_jpeg`.
+  # Flagged `padded_jpeg`.
+  report.counts["padded JPEGs kept"] = sum(p.check.padding > 0 for p in photos)
   if "bad crop lines" in report.counts:  # The listing read crop files.
     report.counts["images with a crop box"] = sum(p.box is not None for p in photos)
   photos = sorted(photos, key=lambda p: p.file_name)

@@ -38,7 +38,7 @@ import functools
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import cv2
 import numpy as np
@@ -232,12 +232,8 @@ class FeatureFile(Sequence[bytes]):
   def __iter__(self) -> Iterator[bytes]:
     return (self[i] for i in range(len(self)))
 
-  def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-    # A worker that is not forked (spawned, or on Beam) gets where the keypoints lie, or their
-    # bytes where they lie in this process's own temporary file.
-    if self._file is None:
-      return _written_features, (self.histograms, self._spans)
-    return list, (list(self),)
+  def __reduce__(self) -> tuple[type, tuple[list[bytes]]]:
+    return list, (list(self),)  # A worker that is not forked (no fork on macOS) gets the bytes.
 
   def close(self) -> None:
     for descriptor in self._read.values():
@@ -245,12 +241,6 @@ class FeatureFile(Sequence[bytes]):
     self._read.clear()
     if self._file is not None:
       self._file.close()
-
-
-def _written_features(histograms: list[bytes], spans: list[tuple[str, int, int]]) -> FeatureFile:
-  features = FeatureFile()
-  features.histograms, features._spans = histograms, spans
-  return features
 
 
 def _shares(features: Sequence[bytes]) -> npt.NDArray[np.float64]:
