@@ -31,6 +31,8 @@ import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
+from photo_datasets.photos import splits
+
 _GRID = 64  # The greyscale image the DCT sees.
 _KEEP = 16  # Lowest frequencies kept per axis.
 _KEY_KEEP = 8  # Of those, the lowest per axis that make the key.
@@ -234,29 +236,6 @@ def _pairs_within(queries: npt.NDArray[np.uint64], entries: npt.NDArray[np.uint6
         yield a[close], b[close]
 
 
-def _compress(parent: npt.NDArray[np.intp]) -> None:
-  """Points every node at its root (pointer jumping)."""
-  while True:
-    grandparent = parent[parent]
-    if np.array_equal(grandparent, parent):
-      return
-    parent[:] = grandparent
-
-
-def _union(parent: npt.NDArray[np.intp], a: npt.NDArray[np.intp], b: npt.NDArray[np.intp]) -> None:
-  """Merges the components of each pair (a[k], b[k]): a vectorised union-find
-  that hooks the larger root under the smaller, so a component's root is its
-  smallest index. Expects and leaves `parent` compressed."""
-  while a.size:
-    root_a, root_b = parent[a], parent[b]
-    apart = root_a != root_b
-    a, b, root_a, root_b = a[apart], b[apart], root_a[apart], root_b[apart]
-    if not a.size:
-      return
-    np.minimum.at(parent, np.maximum(root_a, root_b), np.minimum(root_a, root_b))
-    _compress(parent)
-
-
 def groups(photos: Sequence[bytes], threshold: int = THRESHOLD,
            key_threshold: int = KEY_THRESHOLD) -> list[list[int]]:
   """Indices of `photos` (each given by its `photo_hashes`) grouped
@@ -272,21 +251,21 @@ def groups(photos: Sequence[bytes], threshold: int = THRESHOLD,
     return []
   words = _words(photos)
   # Identical hashes (blank or byte-identical images) are one photo here, so
-  # a bucket never fills up with copies of the same photo.
+  # a bucket never fills up with copies of the same photo; each stands for all.
   flat = words.reshape(len(photos), -1)
   distinct, which = np.unique(flat, axis=0, return_inverse=True)
+  which = which.reshape(-1)
+  first = np.unique(which, return_index=True)[1]  # A distinct hash's first photo.
   words = distinct.reshape(-1, *words.shape[1:])
-  count, regions = words.shape[:2]
+  regions = words.shape[1]
   keys = _keys(words)
-  parent = np.arange(count, dtype=np.intp)
+  joined = splits.Components(len(photos))
+  copies = np.flatnonzero(first[which] != np.arange(len(photos)))
+  joined.join(np.stack([first[which[copies]], copies], axis=1))
   # Wholes against every region: a region of one photo near the whole of another.
   for whole, entry in _pairs_within(keys[:, 0], keys.ravel(), key_threshold):
     other, region = np.divmod(entry, regions)
     bits = np.bitwise_count(words[whole, 0] ^ words[other, region]).sum(axis=1)
     linked = (bits <= threshold) & (whole != other)
-    _union(parent, whole[linked], other[linked])
-  label = parent[which.reshape(-1)]
-  order = np.argsort(label, kind="stable")  # Indices ascending within a label.
-  bounds = np.flatnonzero(np.diff(label[order])) + 1
-  found = [group.tolist() for group in np.split(order, bounds) if group.size >= 2]
-  return sorted(found)
+    joined.join(np.stack([first[whole[linked]], first[other[linked]]], axis=1))
+  return joined.groups()

@@ -10,9 +10,11 @@ touch, takes the split of its `group_leader` (`scan.group_near_duplicates`).
 
 from __future__ import annotations
 
-import collections
 import hashlib
 from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
 
 # (split, share of the buckets); the shares sum to 1.
 SPLIT_SHARES = (("train", 0.8), ("validation", 0.1), ("test", 0.1))
@@ -44,25 +46,78 @@ def group_leader(digests: Iterable[str]) -> str:
   return min(digests, key=lambda digest: (digest[-16:], digest))
 
 
-def components(count: int, pairs: Iterable[tuple[int, int]], most: int | None = None) -> list[list[int]]:
-  """The groups of two or more of `range(count)` that `pairs` join, taken in
-  order; with `most`, a pair that would make a group larger is left out. Each
-  group sorted, the list by first index: what shares a split."""
-  parent = list(range(count))
-  size = [1] * count
+def components(count: int, pairs: Iterable[tuple[int, int]],
+               most: int | None = None) -> list[list[int]]:
+  """The groups of two or more of `range(count)` that `pairs` join: what shares
+  a split.
 
-  def root(i: int) -> int:
-    while parent[i] != i:
-      parent[i] = parent[parent[i]]
-      i = parent[i]
-    return i
+  Args:
+    count: how many items there are.
+    pairs: (i, j) pairs of items that belong together.
+    most: if given, the pairs are taken in order and one that would make a group
+      larger than `most` is left out.
 
-  for i, j in pairs:
-    low, high = sorted((root(i), root(j)))
-    if low != high and (most is None or size[low] + size[high] <= most):
-      parent[high] = low
-      size[low] += size[high]
-  members: dict[int, list[int]] = collections.defaultdict(list)
-  for i in range(count):
-    members[root(i)].append(i)
-  return sorted(group for group in members.values() if len(group) > 1)
+  Returns:
+    The groups, each sorted, the list sorted by first index.
+  """
+  joined = Components(count)
+  if most is None:
+    joined.join(np.array(list(pairs), dtype=np.intp).reshape(-1, 2))
+  else:
+    joined.join_in_order(pairs, most)
+  return joined.groups()
+
+
+class Components:
+  """A union-find over `range(count)` whose groups' roots are their smallest
+  members. `join` merges many pairs at once (vectorised, for the near copies'
+  millions of pairs); `join_in_order` merges one pair at a time, leaving out
+  a pair that would make a group too large (the series)."""
+
+  def __init__(self, count: int):
+    self._parent = np.arange(count, dtype=np.intp)  # Kept pointing at roots.
+
+  def join(self, pairs: npt.NDArray[np.intp]) -> None:
+    """Merges the groups of each row (i, j) of `pairs`: a vectorised union
+    that hooks the larger root under the smaller, until no pair is apart."""
+    parent, a, b = self._parent, pairs[:, 0], pairs[:, 1]
+    while a.size:
+      root_a, root_b = parent[a], parent[b]
+      apart = root_a != root_b
+      a, b, root_a, root_b = a[apart], b[apart], root_a[apart], root_b[apart]
+      if not a.size:
+        return
+      np.minimum.at(parent, np.maximum(root_a, root_b), np.minimum(root_a, root_b))
+      self._compress()
+
+  def join_in_order(self, pairs: Iterable[tuple[int, int]], most: int) -> None:
+    """Merges the groups of each pair in turn, unless the merged group would
+    hold more than `most` members."""
+    parent = self._parent.tolist()
+    size = [1] * len(parent)
+
+    def root(i: int) -> int:
+      while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+      return i
+
+    for i, j in pairs:
+      low, high = sorted((root(i), root(j)))
+      if low != high and size[low] + size[high] <= most:
+        parent[high] = low
+        size[low] += size[high]
+    self._parent[:] = parent
+    self._compress()
+
+  def groups(self) -> list[list[int]]:
+    """The groups of two or more, each sorted, the list by first member."""
+    order = np.argsort(self._parent, kind="stable")  # Members ascending within a group.
+    bounds = np.flatnonzero(np.diff(self._parent[order])) + 1
+    return sorted(group.tolist() for group in np.split(order, bounds) if group.size >= 2)
+
+  def _compress(self) -> None:
+    """Points every member at its root (pointer jumping)."""
+    parent = self._parent
+    while not np.array_equal(grandparent := parent[parent], parent):
+      parent[:] = grandparent
