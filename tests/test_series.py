@@ -47,6 +47,11 @@ KFOOD_SERIES = (
 FLOWERS = pathlib.Path(flowers_dataset.__file__).parent / "sample" / "flower_photos"
 
 
+def links(names, features, position, folder, **kwargs) -> list[tuple[int, int]]:
+  """The pairs (i, j) of `names` that `series.scored_links` finds, without their scores."""
+  return sorted((i, j) for _, i, j in series.scored_links(names, features, position, folder, **kwargs))
+
+
 def _features(data: bytes) -> bytes:
   return series.describe(images.decode_and_inspect(data)[1])
 
@@ -118,7 +123,7 @@ def test_a_series_holds_across_a_re_encode_and_a_crop(kfood):
     changed.save(out, "JPEG", quality=50)
     other = _features(out.getvalue())
     assert series.joined(first, other)
-    assert series.links(["a/1", "a/2"], [first, other], lambda n: int(n[-1]), class_folder) == [(0, 1)]
+    assert links(["a/1", "a/2"], [first, other], lambda n: int(n[-1]), class_folder) == [(0, 1)]
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +133,7 @@ def close_ups(kfood):
 
 
 def _joined_pair(whole: bytes, other: bytes) -> bool:
-  return series.links(["a/1", "a/2"], [whole, other], lambda n: int(n[-1]), class_folder) == [(0, 1)]
+  return links(["a/1", "a/2"], [whole, other], lambda n: int(n[-1]), class_folder) == [(0, 1)]
 
 
 @pytest.mark.real_photos
@@ -165,7 +170,7 @@ def test_look_alikes_stay_apart(kfood):
   pairs = look_alikes(names, features, KFOOD_SERIES)
   assert len(pairs) == 15 and max(series.overlap(features[i], features[j]) for i, j in pairs) > 0.75
   for i, j in pairs:
-    assert series.links(["a/1", "a/2"], [features[i], features[j]], lambda n: int(n[-1]), class_folder) == []
+    assert links(["a/1", "a/2"], [features[i], features[j]], lambda n: int(n[-1]), class_folder) == []
 
 
 @pytest.fixture(scope="module")
@@ -224,9 +229,9 @@ def test_only_neighbours_in_order_are_compared():
   """Ten equal photos at positions 0 to 9: each joins the next `WINDOW` ones, never all pairs."""
   same = _features((FLOWERS / "daisy" / "100080576_f52e8ee070_n.jpg").read_bytes())
   names = [f"a/{i}" for i in range(10)]
-  links = series.links(names, [same] * 10, lambda n: int(n.rsplit("/", 1)[1]), class_folder)
-  assert len(links) == sum(10 - step for step in range(1, series.WINDOW + 1)) < 45
-  assert all(b - a <= series.WINDOW for a, b in links)
+  found = links(names, [same] * 10, lambda n: int(n.rsplit("/", 1)[1]), class_folder)
+  assert len(found) == sum(10 - step for step in range(1, series.WINDOW + 1)) < 45
+  assert all(b - a <= series.WINDOW for a, b in found)
 
 
 def test_a_series_stops_growing_at_its_most_photos():
@@ -241,7 +246,7 @@ def test_a_series_stops_growing_at_its_most_photos():
 def test_no_series_across_classes_or_without_a_position():
   same = _features((FLOWERS / "daisy" / "100080576_f52e8ee070_n.jpg").read_bytes())
   position = {"a/1": 1, "b/2": 2, "a/x": None}.get
-  assert series.links(["a/1", "b/2", "a/x"], [same] * 3, position, class_folder) == []
+  assert links(["a/1", "b/2", "a/x"], [same] * 3, position, class_folder) == []
 
 
 def test_geometry_needs_keypoints():
@@ -327,12 +332,12 @@ def test_matching_in_runs_links_what_each_pair_joins(kfood, monkeypatch):
       runs.append(run)
       yield task(run)
 
-  assert series.links(names, features, series_position, class_folder, pair_map=recorded) == by_pair
+  assert links(names, features, series_position, class_folder, pair_map=recorded) == by_pair
   matched = sum(len(run.pairs) for run in runs)
   assert matched > 20 and sum(len(run.photos) for run in runs) < matched  # Not two photos a pair.
   for length in (1, 1000):
     monkeypatch.setattr(series, "_RUN", length)
-    assert series.links(names, features, series_position, class_folder) == by_pair
+    assert links(names, features, series_position, class_folder) == by_pair
 
 
 def test_the_series_features_read_the_grey_plane_the_hashes_converted():

@@ -411,9 +411,15 @@ def _runs(to_match: Sequence[tuple[float, int, int, int]], window: int) -> Itera
     yield MatchRun(list(local), pairs)
 
 
-def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
-                  folder: Callable[[str], str], rule: Rule, window: int,
-                  pair_map: PairMap) -> list[tuple[float, int, int]]:
+def scored_links(names: Sequence[str], features: Sequence[bytes],
+                 position: Callable[[str], int | None], folder: Callable[[str], str],
+                 rule: Rule = RULE, window: int = WINDOW,
+                 pair_map: PairMap = map) -> list[tuple[float, int, int]]:
+  """The pairs of `names` that look like shots of one series, as (colour
+  overlap, i, j) with i < j: in one `folder`, at most `window` apart in
+  `position` order (photos without a position take part in no series), joined
+  by `rule` (`describe`, `inliers`); the runs of pairs to match are mapped by
+  `pair_map`."""
   by_folder: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
   for index, name in enumerate(names):
     if (where := position(name)) is not None:
@@ -439,22 +445,13 @@ def _scored_links(names: Sequence[str], features: Sequence[bytes], position: Cal
                   if count >= needed]
 
 
-def links(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
-          folder: Callable[[str], str], rule: Rule = RULE, window: int = WINDOW,
-          pair_map: PairMap = map) -> list[tuple[int, int]]:
-  """Pairs (i, j) of indices of `names` that look like shots of one series:
-  in one `folder`, at most `window` apart in `position` order (photos without
-  a position take part in no series), `joined` by `rule` (`describe`, `inliers`)."""
-  return sorted((i, j) for _, i, j in _scored_links(names, features, position, folder, rule, window, pair_map))
-
-
 def groups(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
            folder: Callable[[str], str], rule: Rule = RULE, window: int = WINDOW, most: int = MAX_SERIES,
            pair_map: PairMap = map) -> list[list[int]]:
-  """The series among `names`: their `links` joined, the closest first, into
+  """The series among `names`: their `scored_links` joined, the closest first, into
   groups of at most `most` photos (a link that would make a larger one is
   left out). Only groups of two or more; each sorted, the list by first index."""
   # Closest first; ties by index, so the groups depend on nothing but the photos.
-  scored = sorted(_scored_links(names, features, position, folder, rule, window, pair_map),
+  scored = sorted(scored_links(names, features, position, folder, rule, window, pair_map),
                   key=lambda link: (-link[0], link[1], link[2]))
   return splits.components(len(names), [(i, j) for _, i, j in scored], most)
