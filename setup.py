@@ -11,7 +11,8 @@ setuptools.setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=setuptools.find_packages(include=["photo_datasets*", "flowers_dataset", "korean_food", "checksums"]),
+    packages=setuptools.find_packages(
+        include=["photo_datasets*", "flowers_dataset", "korean_food", "checksums"]),
     package_data={
         "checksums": ["*.tsv"],
         "flowers_dataset": _DATA,
@@ -24,7 +25,8 @@ setuptools.setup(
         "tensorflow-datasets==4.9.10",
         "keras>=3",
         "pillow>=10",
-        # libjpeg-turbo with its warnings as errors: PIL keeps JPEGs with damaged data (benchmarks/damage_detection.py).
+        # libjpeg-turbo with its warnings as errors: PIL keeps JPEGs with damaged data
+        # (benchmarks/damage_detection.py).
         "simplejpeg>=1.8",
         "numpy>=2,<2.5",  # 2 for np.bitwise_count (series matching).
         # ORB keypoints and a RANSAC fit: series that colour alone cannot decide (docs/splits.md).
@@ -43,10 +45,13 @@ setuptools.setup(
     ],
     # The dataset packages of this distribution, each with its bundled sample in `sample/`
     # (`python -m photo_datasets.demo` builds them); other distributions may add theirs.
-    entry_points={"photo_datasets.datasets": ["flowers_dataset = flowers_dataset", "korean_food = korean_food"]},
+    entry_points={"photo_datasets.datasets": ["flowers_dataset = flowers_dataset",
+                                              "korean_food = korean_food"]},
     extras_require={
-        # README command 2: lint, type check, tests. Checkers pinned: their rules change between versions.
-        "test": ["pytest>=8,<10", "dill", "ruff==0.17.6", "mypy==2.4.1", "import-linter==2.17", "hypothesis>=6.100"],
+        # README command 2: lint, type check, tests. Checkers pinned: their rules change between
+        # versions.
+        "test": ["pytest>=8,<10", "dill", "ruff==0.17.6", "mypy==2.4.1", "import-linter==2.17",
+                 "hypothesis>=6.100"],
         # Keras 3 backends, CPU builds. PyTorch's CPU build is the "+cpu" wheel from PyTorch's index
         # (--extra-index-url https://download.pytorch.org/whl/cpu); plain `torch` pulls in CUDA.
         "jax": ["jax[cpu]>=0.4.30"],

@@ -56,12 +56,11 @@ def main() -> None:
   data_dir = os.path.join(args.workdir, "data")
   shutil.rmtree(data_dir, ignore_errors=True)
   job_port, pool_port = loopback.free_port(), loopback.free_port()
-  services = [subprocess.Popen([sys.executable, "-m", module, flag, str(port)], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-              for module, flag, port in (("apache_beam.runners.portability.local_job_service_main", "--port",
-                                          job_port),
-                                         ("apache_beam.runners.worker.worker_pool_main", "--service_port",
-                                          pool_port))]
+  services = [subprocess.Popen([sys.executable, "-m", module, flag, str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+              for module, flag, port in (
+                  ("apache_beam.runners.portability.local_job_service_main", "--port", job_port),
+                  ("apache_beam.runners.worker.worker_pool_main", "--service_port", pool_port))]
   command = ["tfds", "build", "korean_food", "--imports", "korean_food", "--config", args.config,
              "--data_dir", data_dir, "--manual_dir", source]
   options = (f"--beam_pipeline_options=runner=PortableRunner,job_endpoint=localhost:{job_port},"
@@ -93,8 +92,9 @@ def main() -> None:
   if local.returncode:
     raise SystemExit(f"the local build failed ({local.returncode})")
   work = launcher - startup
-  report = {"corpus": corpus, "photos": args.photos, "config": args.config, "wall_seconds": round(wall, 1),
-            "launcher_cpu_seconds": round(launcher, 1), "launcher_startup_cpu_seconds": round(startup, 1),
+  report = {"corpus": corpus, "photos": args.photos, "config": args.config,
+            "wall_seconds": round(wall, 1), "launcher_cpu_seconds": round(launcher, 1),
+            "launcher_startup_cpu_seconds": round(startup, 1),
             "pool_cpu_seconds": round(pool, 1),
             "launcher_share_beyond_startup": round(work / (work + pool), 3),
             "local_wall_seconds": round(local_wall, 1), "local_cpu_seconds": round(local_cpu, 1),

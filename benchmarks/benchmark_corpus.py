@@ -46,7 +46,8 @@ REALISTIC = ("realistic (mosaics of the real kfood and flowers photos in ../shar
              "at AIHub's sizes and qualities)")
 GENERATED = "generated (smooth shapes under a texture; ../shared/realdata absent)"
 
-# super-category -> the classes a benchmark corpus uses (names from classes.tsv), with their Img_XXX index.
+# super-category -> the classes a benchmark corpus uses (names from classes.tsv), with their
+# Img_XXX index.
 CLASSES = {
     "구이": (("갈비구이", 0), ("갈치구이", 1)), "찌개": (("김치찌개", 119), ("된장찌개", 122)),
     "밥": (("비빔밥", 72), ("김밥", 69)),
@@ -92,7 +93,8 @@ def _luminance_table(image: Image.Image) -> list[int]:
 def jpeg_quality(image: Image.Image) -> int:
   """The libjpeg quality whose luminance table is nearest to this JPEG's."""
   table = np.array(_luminance_table(image))
-  return min(_standard_tables().items(), key=lambda item: float(np.abs(np.array(item[1]) - table).sum()))[0]
+  return min(_standard_tables().items(),
+             key=lambda item: float(np.abs(np.array(item[1]) - table).sum()))[0]
 
 
 @functools.cache
@@ -102,8 +104,10 @@ def _sources(realdata: pathlib.Path) -> tuple[tuple[np.ndarray, ...], tuple[Temp
   for path in _real_files(realdata):
     with Image.open(path) as image:
       if image.format == "JPEG" and path.relative_to(realdata).parts[0].startswith("kfood"):
-        templates.append(Template(image.size, jpeg_quality(image), JpegImagePlugin.get_sampling(image),
-                                  bool(image.info.get("progressive") or image.info.get("progression"))))
+        templates.append(Template(image.size, jpeg_quality(image),
+                                  JpegImagePlugin.get_sampling(image),
+                                  bool(image.info.get("progressive")
+                                       or image.info.get("progression"))))
       pixels.append(np.asarray(ImageOps.exif_transpose(image).convert("RGB")))
   if not templates:
     raise FileNotFoundError(f"no real AIHub JPEG under {realdata}")
@@ -134,7 +138,8 @@ def realistic_photo(seed: int, realdata: pathlib.Path = REALDATA, scale: float =
       tile = Image.fromarray(source[top:top + crop_h, left:left + crop_w])
       if rng.random() < 0.5:
         tile = tile.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
-      mosaic.paste(tile.resize((int(tile_w), int(tile_h)), Image.Resampling.BICUBIC), (int(xs[column]), int(ys[row])))
+      mosaic.paste(tile.resize((int(tile_w), int(tile_h)), Image.Resampling.BICUBIC),
+                   (int(xs[column]), int(ys[row])))
   out = io.BytesIO()
   mosaic.save(out, "JPEG", quality=template.quality, subsampling=template.subsampling,
               progressive=template.progressive)
@@ -152,11 +157,13 @@ def generated_photo(seed: int) -> bytes:
   for channel in range(3):
     for _ in range(4):
       cx, cy, r = rng.uniform(0, width), rng.uniform(0, height), rng.uniform(0.1, 0.6) * long_side
-      pixels[..., channel] += rng.uniform(40, 120) * np.exp(-((x - cx) ** 2 + (y - cy) ** 2) / (2 * r * r))
+      pixels[..., channel] += rng.uniform(40, 120) * np.exp(
+          -((x - cx) ** 2 + (y - cy) ** 2) / (2 * r * r))
   texture = np.sin(x / rng.uniform(3, 9) + np.cos(y / rng.uniform(4, 11)) * 3) * 18
   pixels += texture[..., None] + rng.normal(0, 4, (height, width, 3))
   out = io.BytesIO()
-  Image.fromarray(pixels.clip(0, 255).astype(np.uint8)).save(out, "JPEG", quality=int(rng.integers(75, 91)))
+  Image.fromarray(pixels.clip(0, 255).astype(np.uint8)).save(out, "JPEG",
+                                                             quality=int(rng.integers(75, 91)))
   return out.getvalue()
 
 
@@ -189,9 +196,11 @@ def photos(count: int, seed: int = 0, *, realdata: pathlib.Path | None = REALDAT
   workers = workers or parallel.default_workers()
   if name == REALISTIC:
     seeds: Sequence[int] = range(seed * 1_000_003, seed * 1_000_003 + count)
-    return name, list(parallel.ordered_map(_Maker(realdata), seeds, workers=workers, on_crash=_fail))
+    return name, list(parallel.ordered_map(_Maker(realdata), seeds, workers=workers,
+                                           on_crash=_fail))
   distinct = list(parallel.ordered_map(
-      _Maker(None), range(seed, seed + min(count, _GENERATED_DISTINCT)), workers=workers, on_crash=_fail))
+      _Maker(None), range(seed, seed + min(count, _GENERATED_DISTINCT)), workers=workers,
+      on_crash=_fail))
   return name, [_with_comment(distinct[i % len(distinct)], i) for i in range(count)]
 
 

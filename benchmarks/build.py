@@ -121,15 +121,17 @@ def steps(count: int) -> None:
       "naive loop: open, RGB, resize 224, encode": (_naive, photos),
       "  of which the full decode": (full_decode, photos),
       "scan: one decode (224 px kept), check and hashes": (images.decode_and_inspect, photos),
-      "  of which the near-copy hashes": (near_duplicates.photo_hashes, [pixels for _, pixels in scanned]),
+      "  of which the near-copy hashes": (near_duplicates.photo_hashes,
+                                          [pixels for _, pixels in scanned]),
       "scan: SHA-256": (splits.content_digest, photos),
       "conversion to 224 from the scan's pixels": (
           lambda item: images.encode_image(b"", item[0], size=224, decoded=item[1]), scanned),
       "conversion to 224 from a decode of its own": (
-          lambda item: images.encode_image(item[0], item[1][0], size=224), list(zip(photos, scanned, strict=True))),
+          lambda item: images.encode_image(item[0], item[1][0], size=224),
+          list(zip(photos, scanned, strict=True))),
   }
-  print(f"{count} {name} photos ({sum(map(len, photos)) / count / 1e3:.0f} KB on average), one core, "
-        f"best of 3, ms per photo:")
+  print(f"{count} {name} photos ({sum(map(len, photos)) / count / 1e3:.0f} KB on average), "
+        f"one core, best of 3, ms per photo:")
   for label, (step, items) in timed.items():
     best = min(_seconds(step, items) for _ in range(3))
     print(f"  {label:52} {best / len(items) * 1e3:6.2f}")
@@ -149,13 +151,14 @@ def _fail(item: object) -> int:
 def scaling(worker_counts: list[int], count: int) -> None:
   from photo_datasets.building import parallel
   name, photos = benchmark_corpus.photos(count, workers=max(worker_counts))
-  print(f"{count} {name} photos ({sum(map(len, photos)) / count / 1e3:.0f} KB on average) held in memory; "
-        f"{len(os.sched_getaffinity(0))} cores")
+  print(f"{count} {name} photos ({sum(map(len, photos)) / count / 1e3:.0f} KB on average) "
+        f"held in memory; {len(os.sched_getaffinity(0))} cores")
   print(f"{'workers':>8} {'images/s':>9} {'speed-up':>9} {'per worker':>11}")
   base = None
   for workers in worker_counts:
     start = time.perf_counter()
-    done = sum(1 for _ in parallel.ordered_map(_build_work, photos, workers=workers, on_crash=_fail))
+    done = sum(1 for _ in parallel.ordered_map(_build_work, photos, workers=workers,
+                                               on_crash=_fail))
     rate = done / (time.perf_counter() - start)
     base = base or rate / workers
     print(f"{workers:8d} {rate:9.0f} {rate / base:9.2f} {rate / base / workers:11.2f}")
@@ -165,7 +168,8 @@ def near_duplicate_costs(count: int) -> None:
   from photo_datasets.photos import images, near_duplicates
   name, photos = benchmark_corpus.photos(min(count, 200))
 
-  decoded = [images.decode_and_inspect(data)[1] for data in photos]  # The scan's pixels of each photo.
+  # The scan's pixels of each photo.
+  decoded = [images.decode_and_inspect(data)[1] for data in photos]
 
   def per_photo_ms(work: Any, items: list[Any]) -> float:
     start = time.process_time()
@@ -177,7 +181,8 @@ def near_duplicate_costs(count: int) -> None:
   hashes = per_photo_ms(near_duplicates.photo_hashes, decoded)
   with_hashes, without = whole, whole - hashes
   print(f"scan of one photo ({len(photos)} {name} photos of "
-        f"{sum(map(len, photos)) / len(photos) / 1e3:.0f} KB): {without:.2f} ms without the hashes, "
+        f"{sum(map(len, photos)) / len(photos) / 1e3:.0f} KB): "
+        f"{without:.2f} ms without the hashes, "
         f"{with_hashes:.2f} ms with them (+{with_hashes - without:.2f} ms)")
   start = time.perf_counter()
   found = near_duplicates.groups(_clustered_hashes(150_000, np.random.default_rng(0)))
@@ -192,7 +197,8 @@ def series_costs(count: int, total: int = 150_513) -> None:
   from photo_datasets.building import parallel, scan
   from photo_datasets.photos import series
   name, photos = benchmark_corpus.photos(min(count, 300))
-  candidates = [records.Candidate(f"a/b/Img_000_{i:05d}.jpg", (), data) for i, data in enumerate(photos)]
+  candidates = [records.Candidate(f"a/b/Img_000_{i:05d}.jpg", (), data)
+                for i, data in enumerate(photos)]
 
   def cpu_ms(inspect: scan._Inspect) -> float:
     start = time.process_time()
@@ -200,11 +206,14 @@ def series_costs(count: int, total: int = 150_513) -> None:
       inspect(candidate)
     return (time.process_time() - start) / len(candidates) * 1e3
 
-  # The colour histogram alone (the rule before keypoints) beside the whole features, in the same run.
-  arms = {"without the series features": (False, series.describe), "with the colour histogram alone":
-          (True, series.colour_histogram), "with the series features": (True, series.describe)}
+  # The colour histogram alone (the rule before keypoints) beside the whole features, in the
+  # same run.
+  arms = {"without the series features": (False, series.describe),
+          "with the colour histogram alone": (True, series.colour_histogram),
+          "with the series features": (True, series.describe)}
   passes: dict[str, list[float]] = {arm: [] for arm in arms}
-  naive_passes = []  # The machine's own yardstick, in the same passes: figures from other days compare as shares.
+  # The machine's own yardstick, in the same passes: figures from other days compare as shares.
+  naive_passes = []
   for _ in range(5):
     for arm, (with_series, describe) in arms.items():
       with mock.patch.object(series, "describe", describe):
@@ -219,7 +228,8 @@ def series_costs(count: int, total: int = 150_513) -> None:
   print(f"scan of one photo, CPU time ({len(photos)} {name} photos of "
         f"{sum(map(len, photos)) / len(photos) / 1e3:.0f} KB, median of 5 alternating passes): "
         + ", ".join(f"{ms:.2f} ms {arm} (+{ms - without:.2f} ms)" for arm, ms in medians.items())
-        + f"; the naive loop {naive:.2f} ms: the keypoints (the whole features over the colour histogram) "
+        + f"; the naive loop {naive:.2f} ms: the keypoints "
+        "(the whole features over the colour histogram) "
         f"{keypoints:.2f} ms, {keypoints / naive:.0%} of it")
   features = [series.describe(scan.images.decode_and_inspect(data)[1]) for data in photos]
   names = [f"g/class{i % 150}/Img_{i % 150:03d}_{i // 150:05d}.jpg" for i in range(total)]
@@ -231,11 +241,13 @@ def series_costs(count: int, total: int = 150_513) -> None:
   held = tracemalloc.get_traced_memory()[0]
   tracemalloc.stop()
   kept.close()
-  print(f"features of {total:,} photos: {sum(map(len, every)) / 1e6:,.0f} MB, of which the scan's main process "
-        f"holds {held / 1e6:,.0f} MB (histograms; the keypoints wait in a temporary file)")
+  print(f"features of {total:,} photos: {sum(map(len, every)) / 1e6:,.0f} MB, of which the "
+        f"scan's main process holds {held / 1e6:,.0f} MB (histograms; the keypoints wait in a "
+        "temporary file)")
   kind, names, every = _window_population(total, features, names, every)
   per_photo = medians["with the series features"] - without
-  groupings: dict[str, list[tuple[int, float, float, list[list[int]]]]] = {arm: [] for arm in _RULES}
+  groupings: dict[str, list[tuple[int, float, float, list[list[int]]]]] = {
+      arm: [] for arm in _RULES}
   for _ in range(3):  # Alternating passes, medians: the two rules side by side.
     for arm, (rule, patches) in _RULES.items():
       groupings[arm].append(_grouping(names, every, rule, patches))
@@ -244,12 +256,14 @@ def series_costs(count: int, total: int = 150_513) -> None:
     cpu, wall = (statistics.median(float(grouped[k]) for grouped in tries) for k in (1, 2))
     sizes = sorted(map(len, found))
     matching = cpu / len(names) * 1e3
-    print(f"{arm}: series.groups over {len(names):,} {kind} in their classes (window {series.WINDOW}) on "
-          f"{parallel.default_workers()} worker processes, median of 3 alternating passes: keypoints "
-          f"matched for {matched:,} pairs ({matched / max(_window_pairs(names), 1):.0%} of the window's "
-          f"pairs), {wall:.1f} s, {cpu:.1f} s CPU (main process and workers: reading, sending, matching, "
-          f"grouping), {cpu / max(matched, 1) * 1e3:.2f} ms CPU a matched pair; {len(found):,} series of "
-          f"{sum(sizes):,} photos, largest {sizes[-1] if sizes else 0} (at most {series.MAX_SERIES}); "
+    print(f"{arm}: series.groups over {len(names):,} {kind} in their classes "
+          f"(window {series.WINDOW}) on {parallel.default_workers()} worker processes, "
+          f"median of 3 alternating passes: keypoints matched for {matched:,} pairs "
+          f"({matched / max(_window_pairs(names), 1):.0%} of the window's pairs), "
+          f"{wall:.1f} s, {cpu:.1f} s CPU (main process and workers: reading, sending, "
+          f"matching, grouping), {cpu / max(matched, 1) * 1e3:.2f} ms CPU a matched pair; "
+          f"{len(found):,} series of {sum(sizes):,} photos, "
+          f"largest {sizes[-1] if sizes else 0} (at most {series.MAX_SERIES}); "
           f"the whole series per photo: {per_photo:.2f} ms features + {matching:.2f} ms matching = "
           f"{per_photo + matching:.2f} ms, {(per_photo + matching) / naive:.0%} of the naive loop")
 
@@ -270,10 +284,12 @@ def _window_population(total: int, features: list[bytes], names: list[str],
   from korean_food.listing import series_position
   from photo_datasets.photos import images, series
   root = benchmark_corpus.REALDATA / "kfood"
-  paths = sorted(p for p in root.rglob("*") if p.suffix.lower() in (".jpg", ".jpeg")) if root.exists() else []
+  paths = (sorted(p for p in root.rglob("*") if p.suffix.lower() in (".jpg", ".jpeg"))
+           if root.exists() else [])
   if not paths:
     return f"photos drawn at random from the {len(features)}", names, every
-  real = [(p.relative_to(root).as_posix(), series.describe(images.decode_and_inspect(p.read_bytes())[1]))
+  real = [(p.relative_to(root).as_posix(),
+           series.describe(images.decode_and_inspect(p.read_bytes())[1]))
           for p in paths]
   copied_names, copied = [], []
   for copy in range(total // len(real) + 1):
@@ -330,7 +346,8 @@ def _grouping(names: list[str], every: list[bytes], rule: str,
 
 def _cpu_seconds() -> float:
   """CPU time of this process and of its children that have ended."""
-  own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+  own, children = (resource.getrusage(resource.RUSAGE_SELF),
+                   resource.getrusage(resource.RUSAGE_CHILDREN))
   return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
@@ -388,7 +405,8 @@ def _build_in_this_process(config: str, manual_dir: str, data_dir: str, workers:
   examples = sum(split.num_examples for split in builder.info.splits.values())
   workers_usage = resource.getrusage(resource.RUSAGE_CHILDREN)
   print("RESULT " + json.dumps({
-      "seconds": seconds, "examples": examples, "rss_mb": _peak_rss_mb(), "main_cpu_seconds": main_cpu,
+      "seconds": seconds, "examples": examples, "rss_mb": _peak_rss_mb(),
+      "main_cpu_seconds": main_cpu,
       "worker_rss_mb": workers_usage.ru_maxrss / 1024,
       "cpu_seconds": main_cpu + workers_usage.ru_utime + workers_usage.ru_stime,
   }))
@@ -414,12 +432,14 @@ def build(config: str, manual_dir: str, data_dir: str, workers: int, tfds_buffer
   return json.loads(line.removeprefix("RESULT "))
 
 
-def download_forms(workdir: str, count: int, rounds: int, workers: int, piece_mb: int, realdata: Any) -> None:
+def download_forms(workdir: str, count: int, rounds: int, workers: int, piece_mb: int,
+                   realdata: Any) -> None:
   """`224` builds of one corpus in each form the download arrives in, interleaved."""
   from photo_datasets import testing
   plain = f"{workdir}/forms/zip"
   corpus = benchmark_corpus.write_kfood_zip(plain, count, realdata=realdata)
-  pieces = testing.write_pieces(f"{plain}/kfood.zip", f"{workdir}/forms/pieces/21.한국음식", piece_mb << 20)
+  pieces = testing.write_pieces(f"{plain}/kfood.zip", f"{workdir}/forms/pieces/21.한국음식",
+                                piece_mb << 20)
   os.makedirs(f"{workdir}/forms/tar")
   testing.write_tar(pieces, f"{workdir}/forms/tar/download.tar", "21.한국음식")
   os.makedirs(f"{workdir}/forms/joined")
@@ -432,10 +452,12 @@ def download_forms(workdir: str, count: int, rounds: int, workers: int, piece_mb
       results[form].append(build("224", f"{workdir}/forms/{form}", data_dir, workers))
       shutil.rmtree(data_dir)
   size = os.path.getsize(f"{plain}/kfood.zip")
-  print(f"\n{count} photos, {corpus}; kfood.zip {size / 2**20:.0f} MB, {len(pieces)} pieces of {piece_mb} MiB; "
+  print(f"\n{count} photos, {corpus}; kfood.zip {size / 2**20:.0f} MB, "
+        f"{len(pieces)} pieces of {piece_mb} MiB; "
         f"224 builds, {workers} workers, {rounds} interleaved rounds, medians; "
         f"{len(os.sched_getaffinity(0))} cores")
-  print(f"{'form':10} {'wall s':>8} {'CPU s':>8} {'CPU ms/photo':>13} {'wall ratio':>11} {'CPU ratio':>10}")
+  print(f"{'form':10} {'wall s':>8} {'CPU s':>8} {'CPU ms/photo':>13} {'wall ratio':>11} "
+        f"{'CPU ratio':>10}")
   base_wall = float(np.median([r["seconds"] for r in results["zip"]]))
   base_cpu = float(np.median([r["cpu_seconds"] for r in results["zip"]]))
   for form in forms:
@@ -457,19 +479,25 @@ def main_process_cpu(workdir: str, counts: list[int], workers: int, realdata: An
     for writer in ("workers", "tfds"):
       data_dir = f"{workdir}/data_{count}_{writer}"
       for config in ("224", "full"):
-        rows.setdefault((config, writer), {})[count] = build(config, manual, data_dir, workers, writer=writer)
+        rows.setdefault((config, writer), {})[count] = build(config, manual, data_dir, workers,
+                                                             writer=writer)
       shutil.rmtree(data_dir)
     shutil.rmtree(manual)
   machine = harness.machine()
   small, large = counts
-  print(f"\n{corpus}; builds of {small} and {large} photos, {workers} workers; {machine['cores_usable']} cores "
+  print(f"\n{corpus}; builds of {small} and {large} photos, {workers} workers; "
+        f"{machine['cores_usable']} cores "
         f"({machine['cpu_model']}, load {machine['load_average']})")
-  print(f"{'build':34} {'main CPU ms/photo':>18} {'all CPU ms/photo':>17} {'main share':>11} {'wall s (B)':>11}")
+  print(f"{'build':34} {'main CPU ms/photo':>18} {'all CPU ms/photo':>17} {'main share':>11} "
+        f"{'wall s (B)':>11}")
   for (config, writer), by_count in rows.items():
-    main = (by_count[large]["main_cpu_seconds"] - by_count[small]["main_cpu_seconds"]) / (large - small) * 1e3
-    every = (by_count[large]["cpu_seconds"] - by_count[small]["cpu_seconds"]) / (large - small) * 1e3
+    main = ((by_count[large]["main_cpu_seconds"] - by_count[small]["main_cpu_seconds"])
+            / (large - small) * 1e3)
+    every = ((by_count[large]["cpu_seconds"] - by_count[small]["cpu_seconds"])
+             / (large - small) * 1e3)
     label = f"{config}{', scan reused' if config == 'full' else ', scan included'}, {writer} writer"
-    print(f"{label:34} {main:18.3f} {every:17.2f} {main / every:11.0%} {by_count[large]['seconds']:11.1f}")
+    print(f"{label:34} {main:18.3f} {every:17.2f} {main / every:11.0%} "
+          f"{by_count[large]['seconds']:11.1f}")
 
 
 def read_rate(data_dir: str) -> tuple[int, float]:
@@ -489,7 +517,8 @@ def main() -> None:
   parser.add_argument("--photos", help="a folder in any korean_food layout; default: generate")
   parser.add_argument("--images", type=int, default=3000, help="photos to make")
   parser.add_argument("--generated", action="store_true",
-                      help="use the generated fallback pictures even where the real photos are present")
+                      help="use the generated fallback pictures even where the real photos are "
+                           "present")
   parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
   parser.add_argument("--rss", type=int, nargs=2, metavar=("A", "B"),
                       help="also compare the peak RSS of 224 builds of A and B generated photos")
@@ -498,16 +527,19 @@ def main() -> None:
                            "to see this package's own memory")
   parser.add_argument("--near_duplicates", action="store_true",
                       help="only measure the cost of the near-duplicate rule")
-  parser.add_argument("--series", action="store_true", help="the cost of the series rule (see above)")
-  parser.add_argument("--series_photos", type=int, default=150_513, help="photos grouped by --series")
+  parser.add_argument("--series", action="store_true",
+                      help="the cost of the series rule (see above)")
+  parser.add_argument("--series_photos", type=int, default=150_513,
+                      help="photos grouped by --series")
   parser.add_argument("--steps", action="store_true",
                       help="only time each step of one photo's work on one core")
   parser.add_argument("--scaling", type=int, nargs="+", metavar="N",
                       help="only measure the per-photo work on N workers (no TensorFlow needed)")
   parser.add_argument("--download_forms", type=int, metavar="R",
-                      help="only compare 224 builds of kfood.zip, its pieces, download.tar and a name-order join, "
-                           "R interleaved rounds")
-  parser.add_argument("--piece_mb", type=int, default=16, help="with --download_forms: the pieces' size")
+                      help="only compare 224 builds of kfood.zip, its pieces, download.tar and "
+                           "a name-order join, R interleaved rounds")
+  parser.add_argument("--piece_mb", type=int, default=16,
+                      help="with --download_forms: the pieces' size")
   parser.add_argument("--main_cpu", type=int, nargs=2, metavar=("A", "B"),
                       help="the main process's CPU per photo beyond start-up (see above)")
   parser.add_argument("--workdir", default="/tmp/photo_datasets_bench")
@@ -519,7 +551,8 @@ def main() -> None:
     return
   if args.main_cpu:
     shutil.rmtree(args.workdir, ignore_errors=True)
-    main_process_cpu(args.workdir, args.main_cpu, args.workers, None if args.generated else benchmark_corpus.REALDATA)
+    main_process_cpu(args.workdir, args.main_cpu, args.workers,
+                     None if args.generated else benchmark_corpus.REALDATA)
     return
   if args.scaling:
     scaling(args.scaling, args.images)
@@ -533,7 +566,8 @@ def main() -> None:
   if args.download_forms:
     shutil.rmtree(args.workdir, ignore_errors=True)
     realdata = None if args.generated else benchmark_corpus.REALDATA
-    download_forms(args.workdir, args.images, args.download_forms, args.workers, args.piece_mb, realdata)
+    download_forms(args.workdir, args.images, args.download_forms, args.workers, args.piece_mb,
+                   realdata)
     return
   if args.series:
     series_costs(args.images, args.series_photos)
@@ -544,7 +578,8 @@ def main() -> None:
   corpus = args.photos
   if not args.photos:
     realdata = None if args.generated else benchmark_corpus.REALDATA
-    corpus = benchmark_corpus.write_kfood_zip(manual_dir, args.images, realdata=realdata) + " photos"
+    corpus = (benchmark_corpus.write_kfood_zip(manual_dir, args.images, realdata=realdata)
+              + " photos")
   count, naive_seconds = naive_loop(manual_dir)
   naive_rate = count / naive_seconds
   rows = [("naive PIL loop, 1 core (read, RGB, resize 224, encode)", 1, count, naive_seconds, None)]
@@ -560,9 +595,10 @@ def main() -> None:
 
   machine = harness.machine()
   print(f"\n{count} photos from {manual_dir}: {corpus}; {machine['cores_usable']} cores "
-        f"({machine['cores_in_machine']} in the machine, {machine['cpu_model']}, load {machine['load_average']})")
-  print(f"{'phase':58} {'images/s':>9} {'x naive':>8} {'per core':>9} {'peak RSS MB (main/worker)':>26} "
-        f"{'main CPU ms/photo':>18}")
+        f"({machine['cores_in_machine']} in the machine, {machine['cpu_model']}, "
+        f"load {machine['load_average']})")
+  print(f"{'phase':58} {'images/s':>9} {'x naive':>8} {'per core':>9} "
+        f"{'peak RSS MB (main/worker)':>26} {'main CPU ms/photo':>18}")
   for label, workers, n, seconds, result in rows:
     rate = n / seconds
     per_core = f"{rate / naive_rate / workers:.2f}" if workers else ""
@@ -581,7 +617,8 @@ def main() -> None:
       benchmark_corpus.write_kfood_zip(f"{folder}/manual", size, seed=size)
       result = build("224", f"{folder}/manual", f"{folder}/data", args.workers, args.tfds_buffer_mb)
       peaks[size] = result["rss_mb"]
-      records = sum(os.path.getsize(p) for p in glob.glob(f"{folder}/data/korean_food/224/*/*train.tfrecord*"))
+      records = sum(os.path.getsize(p)
+                    for p in glob.glob(f"{folder}/data/korean_food/224/*/*train.tfrecord*"))
       print(f"build 224 of {size} photos: {size / result['seconds']:.0f} images/s, peak RSS "
             f"{result['rss_mb']:.0f} MB main, {result['worker_rss_mb']:.0f} MB largest worker; "
             f"train records {records / 2**20:.0f} MB (what TFDS's writer buffers, up to "

@@ -96,38 +96,45 @@ STRAY = {f"arbitrary_{n}": bytes(range(1, n + 1)) for n in (2, 4, 8, 16)}
 
 
 def main() -> None:
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--photos", type=int, default=20)
   parser.add_argument("--garbage", type=int, default=64)
   args = parser.parse_args()
   paths = sorted(p for p in REAL_KFOOD.glob("*/*/*") if p.suffix.lower() == ".jpg")[:args.photos]
   pictures = [Image.open(p).convert("RGB") for p in paths]
   jpegs = [data for data in (p.read_bytes() for p in paths) if data.startswith(b"\xff\xd8")]
-  print(f"{len(pictures)} real photos of {REAL_KFOOD} ({len(jpegs)} JPEGs); counts per rule: {', '.join(RULES)}")
+  print(f"{len(pictures)} real photos of {REAL_KFOOD} ({len(jpegs)} JPEGs); "
+        f"counts per rule: {', '.join(RULES)}")
 
-  print(f"\n1. Damage caught: each format, {args.garbage} bytes of garbage at 9 places, or a cut at 2/3\n")
+  print(f"\n1. Damage caught: each format, {args.garbage} bytes of garbage at 9 places, "
+        "or a cut at 2/3\n")
   print(_header("format, damage"))
   for name in testing.CORPUS_FORMATS:
     encoded = [testing.encoded(picture, name) for picture in pictures]
     garbage = [testing.with_garbage(data, len(data) * tenth // 10, args.garbage)
                for data in encoded for tenth in range(1, 10)]
     print(f"| {name}, garbage | {_counts(garbage, keep=False)} |")
-    print(f"| {name}, cut | {_counts([data[:len(data) * 2 // 3] for data in encoded], keep=False)} |")
+    print(f"| {name}, cut "
+          f"| {_counts([data[:len(data) * 2 // 3] for data in encoded], keep=False)} |")
 
   print("\n2. Damage caught: the real JPEGs at 5 places\n")
   print(_header("damage", "newly kept, pixels intact"))
   for kind in ("overwritten", "flipped", "inserted"):
-    copies = [(data, _damaged(data, kind, len(data) * sixth // 6)) for data in jpegs for sixth in range(1, 6)]
+    copies = [(data, _damaged(data, kind, len(data) * sixth // 6))
+              for data in jpegs for sixth in range(1, 6)]
     # Damage the scan's rule keeps and the rule before caught: decoded to the intact photo's pixels?
     newly_kept = [(data, bad) for data, bad in copies if _verdicts(bad)[:2] == (False, True)]
     intact = sum(np.array_equal(_pixels(bad), _pixels(data)) for data, bad in newly_kept)
-    print(f"| {kind} | {_counts([bad for _, bad in copies], keep=False)} | {intact} of {len(newly_kept)} |")
+    print(f"| {kind} | {_counts([bad for _, bad in copies], keep=False)} "
+          f"| {intact} of {len(newly_kept)} |")
 
   print("\n3. Kept: the real JPEGs padded\n")
   print(_header("place, padding"))
   for place in testing.PADDING_PLACES:
     for name, padding in (testing.PADDINGS | STRAY).items():
-      print(f"| {place}, {name} | {_counts([testing.padded(d, place, padding) for d in jpegs], keep=True)} |")
+      print(f"| {place}, {name} "
+            f"| {_counts([testing.padded(d, place, padding) for d in jpegs], keep=True)} |")
 
   print("\n4. Kept: valid files of unusual kinds\n")
   print(_header("kind"))
@@ -146,7 +153,8 @@ def main() -> None:
     return timed
 
   runs = {"strict": cpu_seconds(jpegs, True), "PIL alone": cpu_seconds(jpegs, False),
-          "strict, padded": cpu_seconds(padded, True), "PIL alone, padded": cpu_seconds(padded, False)}
+          "strict, padded": cpu_seconds(padded, True),
+          "PIL alone, padded": cpu_seconds(padded, False)}
   seconds: dict[str, list[float]] = {name: [] for name in runs}
   for _ in range(5):  # In turns, so a change in the machine's load touches all alike.
     for name, run in runs.items():

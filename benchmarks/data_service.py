@@ -106,7 +106,8 @@ def epoch(ds: tf.data.Dataset, batches: int | None = None) -> Epoch:
   return Epoch(images, first, last, time.perf_counter() - start)
 
 
-def measure(makers: dict[str, Callable[[], tf.data.Dataset]], services: dict[str, LocalService | None],
+def measure(makers: dict[str, Callable[[], tf.data.Dataset]],
+            services: dict[str, LocalService | None],
             repeats: int, batch_size: int) -> dict[str, dict[str, Any]]:
   datasets = {key: make() for key, make in makers.items()}
   for ds in datasets.values():
@@ -119,7 +120,8 @@ def measure(makers: dict[str, Callable[[], tf.data.Dataset]], services: dict[str
       timed = epoch(datasets[key])
       cpu = time.process_time() + (service.cpu_seconds() if service else 0.0) - cpu_before
       return {"images": timed.images, "rates": round(timed.rate, 1),
-              "steady_rates": round(timed.steady_rate(batch_size), 1), "first_batch_s": round(timed.first_s, 3),
+              "steady_rates": round(timed.steady_rate(batch_size), 1),
+              "first_batch_s": round(timed.first_s, 3),
               "end_wait_s": round(timed.end_s - timed.last_s, 3), "cpu_seconds": round(cpu, 2)}
     return run
 
@@ -135,13 +137,13 @@ def table(report: dict[str, Any]) -> str:
   rows = report["rows"]
   base = rows["in_process"]["median"]
   lines = [
-      f"{report['photos']} photos ({report['source']}), {NAME} split={SPLIT!r}, batch {report['batch_size']}, "
-      f"{report['repeats']} timed epochs per row (medians)",
-      f"machine: {report['cores']} cores usable; TF {tf.__version__}; load average before {report['load_before']}, "
-      f"after {report['load_after']}",
+      f"{report['photos']} photos ({report['source']}), {NAME} split={SPLIT!r}, "
+      f"batch {report['batch_size']}, {report['repeats']} timed epochs per row (medians)",
+      f"machine: {report['cores']} cores usable; TF {tf.__version__}; "
+      f"load average before {report['load_before']}, after {report['load_after']}",
       "",
-      f"{'row':50} {'images':>6} {'images/s':>8} {'x (1)':>5} {'steady':>7} {'first s':>7} {'end s':>6} "
-      f"{'/CPU-s':>6}  epochs, images/s",
+      f"{'row':50} {'images':>6} {'images/s':>8} {'x (1)':>5} {'steady':>7} {'first s':>7} "
+      f"{'end s':>6} {'/CPU-s':>6}  epochs, images/s",
   ]
   for key, label in ROWS.items():
     row = rows[key]
@@ -150,8 +152,10 @@ def table(report: dict[str, Any]) -> str:
                  f"{row['median_steady_rates']:7,.0f} {row['median_first_batch_s']:7.2f} "
                  f"{row['median_end_wait_s']:6.2f} {row['per_cpu_second']:6,.0f}  {spread}")
   lines += [
-      "(images/s: whole epochs; steady: images/s between an epoch's first and last batch; first s: seconds to",
-      " the first batch; end s: from the last batch to the end of the epoch; /CPU-s: images per CPU-second of",
+      "(images/s: whole epochs; steady: images/s between an epoch's first and last batch; "
+      "first s: seconds to",
+      " the first batch; end s: from the last batch to the end of the epoch; "
+      "/CPU-s: images per CPU-second of",
       " the trainer and the service's processes together)",
   ]
   return "\n".join(lines)
@@ -159,12 +163,15 @@ def table(report: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--photos", help="a folder with kfood.zip or class folders; default: benchmark_corpus")
-  parser.add_argument("--images", type=int, default=2000, help="photos made when --photos is not given")
+  parser.add_argument("--photos",
+                      help="a folder with kfood.zip or class folders; default: benchmark_corpus")
+  parser.add_argument("--images", type=int, default=2000,
+                      help="photos made when --photos is not given")
   parser.add_argument("--batch_size", type=int, default=64)
   parser.add_argument("--repeats", type=int, default=3, help="timed epochs per row")
   parser.add_argument("--workdir", default="/tmp/photo_datasets_data_service_bench")
-  parser.add_argument("--json", help="write the results here (default <workdir>/data_service_benchmark.json)")
+  parser.add_argument("--json",
+                      help="write the results here (default <workdir>/data_service_benchmark.json)")
   args = parser.parse_args(argv)
   os.makedirs(args.workdir, exist_ok=True)
   source, corpus = photos_dir(args.photos, args.workdir, args.images)
@@ -172,20 +179,22 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
   photos = tfds.builder(NAME, data_dir=data_dir).info.splits[SPLIT].num_examples
   log_dir = os.path.join(args.workdir, "logs")
   os.makedirs(log_dir, exist_ok=True)
-  one, two = LocalService(pathlib.Path(log_dir) / "one"), LocalService(pathlib.Path(log_dir) / "two")
+  one, two = (LocalService(pathlib.Path(log_dir) / "one"),
+              LocalService(pathlib.Path(log_dir) / "two"))
   try:
     for service, workers in ((one, 1), (two, 2)):
       service.log_dir.mkdir(exist_ok=True)
       service.start(workers)
     def make(service: LocalService | None, **options: Any) -> Callable[[], tf.data.Dataset]:
       served = data_service.Service(service.address, **options) if service else None
-      return lambda: pipeline.training_dataset(NAME, split=SPLIT, batch_size=args.batch_size, data_dir=data_dir,
-                                               data_service=served)
+      return lambda: pipeline.training_dataset(NAME, split=SPLIT, batch_size=args.batch_size,
+                                               data_dir=data_dir, data_service=served)
 
-    makers = {"in_process": make(None), "service_1": make(one), "service_1_compressed": make(one, compression="AUTO"),
+    makers = {"in_process": make(None), "service_1": make(one),
+              "service_1_compressed": make(one, compression="AUTO"),
               "service_1_unwatched": make(one, watchdog=False), "service_2": make(two)}
-    services = {"in_process": None, "service_1": one, "service_1_compressed": one, "service_1_unwatched": one,
-                "service_2": two}
+    services = {"in_process": None, "service_1": one, "service_1_compressed": one,
+                "service_1_unwatched": one, "service_2": two}
     load_before = harness.load_average()
     results = measure(makers, services, args.repeats, args.batch_size)
     load_after = harness.load_average()
@@ -193,8 +202,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     one.stop()
     two.stop()
   report = {
-      "machine": harness.machine(), "source": f"{corpus} in {source}", "photos": photos, "batch_size": args.batch_size,
-      "repeats": args.repeats, "build_seconds": round(build_seconds, 1), "cores": len(os.sched_getaffinity(0)),
+      "machine": harness.machine(), "source": f"{corpus} in {source}", "photos": photos,
+      "batch_size": args.batch_size, "repeats": args.repeats,
+      "build_seconds": round(build_seconds, 1), "cores": len(os.sched_getaffinity(0)),
       "load_before": load_before, "load_after": load_after, "rows": results,
   }
   print(table(report))

@@ -35,14 +35,17 @@ def main() -> None:
     for batch in args.batch_sizes:
       keras.mixed_precision.set_global_policy("mixed_float16")
       model = build_model(kind, num_classes=150, image_size=224)
-      model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy", metrics=["accuracy"])
+      model.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy",
+                    metrics=["accuracy"])
       images = rng.integers(0, 256, (batch * args.steps, 224, 224, 3), dtype=np.uint8)
       labels = rng.integers(0, 150, batch * args.steps)
-      model.fit(images[:batch * 5], labels[:batch * 5], batch_size=batch, epochs=1, verbose=0)  # compile
+      model.fit(images[:batch * 5], labels[:batch * 5], batch_size=batch, epochs=1,
+                verbose=0)  # compile
       start = time.perf_counter()
       model.fit(images, labels, batch_size=batch, epochs=1, verbose=0, shuffle=False)
       from_host = batch * args.steps / (time.perf_counter() - start)
-      on_device = keras.ops.convert_to_tensor(images[:batch]), keras.ops.convert_to_tensor(labels[:batch])
+      on_device = (keras.ops.convert_to_tensor(images[:batch]),
+                   keras.ops.convert_to_tensor(labels[:batch]))
       model.train_on_batch(*on_device)
       start = time.perf_counter()
       for _ in range(args.steps):

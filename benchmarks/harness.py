@@ -1,11 +1,14 @@
-"""What every benchmark here shares: the machine, the photos, a build to measure, CPU time, rows timed in turns.
+"""What every benchmark here shares: the machine, the photos, a build to measure, CPU time, rows
+timed in turns.
 
   from harness import ...   # Scripts in benchmarks/ run as `python benchmarks/NAME.py`.
 
 * `machine()`: the CPU, cores, memory and library versions a result was measured with.
-* `made_corpus(workdir, count)`: `benchmark_corpus`'s kfood.zip of `count` photos (mosaics of the real
-  photos in ../shared/realdata, or generated pictures where it is absent), kept in `workdir` for later runs.
-* `built(name, source, workdir)`: a data dir with config `name` built from `source`, kept while the source is.
+* `made_corpus(workdir, count)`: `benchmark_corpus`'s kfood.zip of `count` photos (mosaics of the
+  real photos in ../shared/realdata, or generated pictures where it is absent), kept in `workdir`
+  for later runs.
+* `built(name, source, workdir)`: a data dir with config `name` built from `source`, kept while
+  the source is.
 * `cpu_seconds(children=...)`: CPU seconds of this process, and of the processes it started;
   `process_cpu_seconds(pid)` for any one process.
 * `in_turns(rows, repeats)`: each row's timed passes taking turns, so a change in the machine's load
@@ -65,7 +68,8 @@ def load_average() -> list[float]:
   return [round(x, 2) for x in os.getloadavg()]
 
 
-def made_corpus(workdir: str, count: int, realdata: Any = benchmark_corpus.REALDATA) -> tuple[str, str]:
+def made_corpus(workdir: str, count: int,
+                realdata: Any = benchmark_corpus.REALDATA) -> tuple[str, str]:
   """(folder, corpus name) of `benchmark_corpus`'s kfood.zip of `count` photos, made once and kept
   (`realdata` None: generated pictures)."""
   name = benchmark_corpus.corpus_name(realdata)
@@ -80,15 +84,18 @@ def made_corpus(workdir: str, count: int, realdata: Any = benchmark_corpus.REALD
 
 
 def built(name: str, source: str, workdir: str, folder: str = "data") -> tuple[str, float]:
-  """(data dir holding config `name` built from `source`, build seconds; 0 when kept from an earlier run)."""
+  """(data dir holding config `name` built from `source`, build seconds; 0 when kept from an
+  earlier run)."""
   import tensorflow_datasets as tfds
 
   from photo_datasets import testing
 
   data_dir = os.path.join(workdir, folder)
   marker = os.path.join(data_dir, f"SOURCE-{name.replace('/', '-')}")
-  if os.path.exists(marker) and open(marker).read() == source and tfds.builder(name, data_dir=data_dir).is_prepared():
-    return data_dir, 0.0  # Built from this source by an earlier run, at the dataset's current version.
+  if (os.path.exists(marker) and open(marker).read() == source
+      and tfds.builder(name, data_dir=data_dir).is_prepared()):
+    # Built from this source by an earlier run, at the dataset's current version.
+    return data_dir, 0.0
   tfds.disable_progress_bar()
   start = time.perf_counter()
   testing.build(name, data_dir, source)
@@ -137,11 +144,14 @@ def _descendants_cpu_seconds() -> float:
 
 def cpu_seconds(children: bool = False) -> float:
   """CPU seconds of this process, and of the live processes it started if `children`."""
-  return time.process_time() + (_descendants_cpu_seconds() if children and os.path.isdir("/proc") else 0.0)
+  return time.process_time() + (_descendants_cpu_seconds()
+                                if children and os.path.isdir("/proc") else 0.0)
 
 
-def in_turns(rows: Mapping[str, Callable[[], Mapping[str, float]]], repeats: int,
-             say: Callable[[str, int, Mapping[str, float]], None] | None = None) -> dict[str, dict[str, Any]]:
+def in_turns(
+    rows: Mapping[str, Callable[[], Mapping[str, float]]], repeats: int,
+    say: Callable[[str, int, Mapping[str, float]], None] | None = None,
+) -> dict[str, dict[str, Any]]:
   """Runs each row's pass `repeats` times, the rows taking turns; each pass returns figures by name
   (e.g. images, seconds, cpu_seconds). Returns per row every figure's list and its median."""
   results: dict[str, dict[str, Any]] = {key: {} for key in rows}

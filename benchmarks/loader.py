@@ -1,7 +1,8 @@
 """Input-pipeline throughput: images per second that reach `model.fit`, side by side.
 
   python benchmarks/loader.py [--photos DIR_OR_ZIP] [--images 2000] [--batch_size 64] [--repeats 3]
-      [--loaders KEY ... | --targets] [--keras] [--shards] [--workdir DIR] [--json out.json] [--png out.png]
+      [--loaders KEY ... | --targets] [--keras] [--shards] [--workdir DIR]
+      [--json out.json] [--png out.png]
 
 On the same photos, in one run, every loader delivers batches of 224x224
 uint8 images with their labels; the consumer does nothing but count them:
@@ -115,12 +116,15 @@ LOADERS = {
     "6_pipeline_224_model_flips": "6 pipeline.training_dataset 224, flip=False (the model flips)",
     "6_evaluation_224": "6 pipeline.evaluation_dataset 224",
     "6_pipeline_112": "6 pipeline.training_dataset 224, image_size=112 (DCT 1/2)",
-    "6_pipeline_224_cache_memory": "6 pipeline.training_dataset 224, cache='memory' (after epoch 1)",
-    "6_pipeline_224_cache_memory_seed": "6 pipeline.training_dataset 224, cache='memory', seed=0 (after epoch 1)",
+    "6_pipeline_224_cache_memory":
+        "6 pipeline.training_dataset 224, cache='memory' (after epoch 1)",
+    "6_pipeline_224_cache_memory_seed":
+        "6 pipeline.training_dataset 224, cache='memory', seed=0 (after epoch 1)",
     "6_pipeline_224_cache_memory_model_flips":
         "6 pipeline.training_dataset 224, cache='memory', flip=False (after epoch 1)",
     "6_pipeline_224_cache_disk": "6 pipeline.training_dataset 224, cache=DIR (after epoch 1)",
-    "6_evaluation_224_cache_memory": "6 pipeline.evaluation_dataset 224, cache='memory' (after epoch 1)",
+    "6_evaluation_224_cache_memory":
+        "6 pipeline.evaluation_dataset 224, cache='memory' (after epoch 1)",
     "6_pipeline_224_one_file": "6 pipeline.training_dataset 224, 1 file per split",
     "6_evaluation_224_one_file": "6 pipeline.evaluation_dataset 224, 1 file per split",
     "7_limit_224_decode": "7 limit: raw 224 records, parallel decode_jpeg",
@@ -134,7 +138,8 @@ ONE_FILE = "_one_file"
 SHARD_ROWS = ("6_pipeline_224_one_file", "6_evaluation_224_one_file")
 # Loaders whose warm-up is a whole epoch: it fills their cache.
 FILL_FIRST = ("6_pipeline_224_cache_memory", "6_pipeline_224_cache_memory_seed",
-              "6_pipeline_224_cache_memory_model_flips", "6_pipeline_224_cache_disk", "6_evaluation_224_cache_memory")
+              "6_pipeline_224_cache_memory_model_flips", "6_pipeline_224_cache_disk",
+              "6_evaluation_224_cache_memory")
 # Loaders of smaller images: key -> side.
 SIDES = {"6_pipeline_112": SIZE // 2}
 # Loaders with worker processes, whose CPU time counts as theirs.
@@ -148,7 +153,8 @@ TARGETS = (
     ("(6 evaluation 224) >= 0.95 x (7)", "6_evaluation_224", 0.95, LIMIT),
     ("(6 on 224, cache='memory') >= 5 x (7)", "6_pipeline_224_cache_memory", 5.0, LIMIT),
     ("(6 on 224, cache='memory', seed) >= 5 x (7)", "6_pipeline_224_cache_memory_seed", 5.0, LIMIT),
-    ("(6 on 224, cache='memory', flip=False) >= 5 x (7)", "6_pipeline_224_cache_memory_model_flips", 5.0, LIMIT),
+    ("(6 on 224, cache='memory', flip=False) >= 5 x (7)",
+     "6_pipeline_224_cache_memory_model_flips", 5.0, LIMIT),
     ("(6 on 224, cache=DIR) >= 4 x (7)", "6_pipeline_224_cache_disk", 4.0, LIMIT),
     ("(6 on full) >= 1.3 x (4)", "6_pipeline_full", 1.3, "4_tfds_full_resize"),
     ("(5) >= 6 x (3)", "5_tfds_224", 6.0, "3_keras_directory"),
@@ -184,7 +190,8 @@ def _candidates(root: str, limit: int) -> Iterator[tuple[str, str, bytes]]:
   """(class folder, file name, bytes) of up to `limit` images, and every crop file."""
   taken = 0
   for file, read in corpus.walk(root):
-    if len(file.parts) < 2 or file.bad_archive or "__MACOSX" in file.parts or file.name.startswith("."):
+    if (len(file.parts) < 2 or file.bad_archive or "__MACOSX" in file.parts
+        or file.name.startswith(".")):
       continue
     if file.name.lower() == CROP_FILE:
       yield file.parts[-2], file.name, read()
@@ -250,7 +257,8 @@ def available(key: str) -> bool:
   return key not in OPTIONAL or importlib.util.find_spec(OPTIONAL[key]) is not None
 
 
-def build_configs(files_dir: str, data_dir: str, array_record: bool, one_file: bool = False) -> dict[str, float]:
+def build_configs(files_dir: str, data_dir: str, array_record: bool,
+                  one_file: bool = False) -> dict[str, float]:
   """Builds korean_food/224 and full from the tree, 224's ArrayRecord copy
   if asked, and 224 in one file per split into `<data_dir>_one_file` if
   asked; step -> seconds."""
@@ -363,20 +371,21 @@ class AsKerasReadsIt:
 
 
 def torch_224(data_dir: str, batch_size: int) -> Any:
-  return random_access.torch_loader(f"korean_food/{SIZE}", split=SPLIT, data_dir=data_dir, batch_size=batch_size,
-                                    num_workers=WORKERS)
+  return random_access.torch_loader(f"korean_food/{SIZE}", split=SPLIT, data_dir=data_dir,
+                                    batch_size=batch_size, num_workers=WORKERS)
 
 
 def grain_224(data_dir: str, batch_size: int) -> GrainEpochs:
   name = f"korean_food/{SIZE}"
-  ds = random_access.grain_dataset(name, split=SPLIT, data_dir=data_dir, batch_size=batch_size, num_epochs=None,
-                                   num_workers=WORKERS)
+  ds = random_access.grain_dataset(name, split=SPLIT, data_dir=data_dir, batch_size=batch_size,
+                                   num_epochs=None, num_workers=WORKERS)
   examples = len(random_access.data_source(name, split=SPLIT, data_dir=data_dir))
   return GrainEpochs(ds, examples // batch_size)
 
 
 def loaders(files_dir: str, data_dir: str, batch_size: int, chosen: Sequence[str] = (),
-            through_keras: bool = False, one_file: bool = False, exact: bool = False) -> dict[str, Callable[[], Any]]:
+            through_keras: bool = False, one_file: bool = False,
+            exact: bool = False) -> dict[str, Callable[[], Any]]:
   """Makers of the loaders that can run here, those whose key starts with one
   of `chosen` (is one of them if `exact`; all when empty) and the limit."""
   paths, labels, _ = image_files(files_dir)
@@ -387,9 +396,11 @@ def loaders(files_dir: str, data_dir: str, batch_size: int, chosen: Sequence[str
       "4_tfds_full_resize": lambda: tfds_full_resize(data_dir, batch_size),
       "5_tfds_224": lambda: tfds_224(data_dir, batch_size),
       "6_pipeline_full": lambda: pipeline.training_dataset(
-          "korean_food/full", split=SPLIT, batch_size=batch_size, image_size=SIZE, data_dir=data_dir),
+          "korean_food/full", split=SPLIT, batch_size=batch_size, image_size=SIZE,
+          data_dir=data_dir),
       "6_pipeline_full_seed": lambda: pipeline.training_dataset(
-          "korean_food/full", split=SPLIT, batch_size=batch_size, image_size=SIZE, data_dir=data_dir, seed=0),
+          "korean_food/full", split=SPLIT, batch_size=batch_size, image_size=SIZE,
+          data_dir=data_dir, seed=0),
       "6_pipeline_224": lambda: pipeline.training_dataset(
           f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir),
       "6_pipeline_224_seed": lambda: pipeline.training_dataset(
@@ -399,20 +410,25 @@ def loaders(files_dir: str, data_dir: str, batch_size: int, chosen: Sequence[str
       "6_evaluation_224": lambda: pipeline.evaluation_dataset(
           f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir),
       "6_pipeline_112": lambda: pipeline.training_dataset(
-          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir, image_size=SIZE // 2),
+          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir,
+          image_size=SIZE // 2),
       "6_pipeline_224_cache_memory": lambda: pipeline.training_dataset(
-          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir, cache="memory"),
+          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir,
+          cache="memory"),
       "6_pipeline_224_cache_memory_seed": lambda: pipeline.training_dataset(
-          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir, cache="memory", seed=0),
+          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir,
+          cache="memory", seed=0),
       "6_pipeline_224_cache_memory_model_flips": lambda: pipeline.training_dataset(
-          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir, cache="memory", flip=False),
+          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir,
+          cache="memory", flip=False),
       "6_pipeline_224_cache_disk": lambda: pipeline.training_dataset(
           f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir,
           cache=_emptied(data_dir + "_cache")),
       "6_evaluation_224_cache_memory": lambda: pipeline.evaluation_dataset(
-          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir, cache="memory"),
-      "7_limit_224_decode": lambda: doctor.decode_limit(f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size,
-                                                        data_dir=data_dir),
+          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir,
+          cache="memory"),
+      "7_limit_224_decode": lambda: doctor.decode_limit(
+          f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir),
       "6_pipeline_224_one_file": lambda: pipeline.training_dataset(
           f"korean_food/{SIZE}", split=SPLIT, batch_size=batch_size, data_dir=data_dir + ONE_FILE),
       "6_evaluation_224_one_file": lambda: pipeline.evaluation_dataset(
@@ -420,11 +436,13 @@ def loaders(files_dir: str, data_dir: str, batch_size: int, chosen: Sequence[str
       "8_torch_224": lambda: torch_224(data_dir, batch_size),
       "8_grain_224": lambda: grain_224(data_dir, batch_size),
   }
-  picked = {key: make for key, make in makers.items() if available(key) and (one_file or key not in SHARD_ROWS)
-            and (not chosen or key == LIMIT or any(key == prefix or key.startswith(prefix) and not exact
-                                                   for prefix in chosen))}
+  picked = {key: make for key, make in makers.items()
+            if available(key) and (one_file or key not in SHARD_ROWS)
+            and (not chosen or key == LIMIT or any(
+                key == prefix or key.startswith(prefix) and not exact for prefix in chosen))}
   if through_keras:
-    picked = {key: _through_keras(make) if key not in OPTIONAL else make for key, make in picked.items()}
+    picked = {key: _through_keras(make) if key not in OPTIONAL else make
+              for key, make in picked.items()}
   return picked
 
 
@@ -446,7 +464,8 @@ def _dtype_name(tensor: Any) -> str:
   return str(getattr(tensor.dtype, "name", tensor.dtype)).removeprefix("torch.")
 
 
-def epoch(ds: Any, batches: int | None = None, workers: bool = False, side: int = SIZE) -> tuple[int, float, float]:
+def epoch(ds: Any, batches: int | None = None, workers: bool = False,
+          side: int = SIZE) -> tuple[int, float, float]:
   """(images, seconds, CPU seconds of this process, and of its worker
   processes if `workers`) of one pass, iterator start included; checks the batches."""
   start, cpu_start, seen = time.perf_counter(), harness.cpu_seconds(children=workers), 0
@@ -456,7 +475,8 @@ def epoch(ds: Any, batches: int | None = None, workers: bool = False, side: int 
     passed = ds.take(batches) if isinstance(ds, tf.data.Dataset) else itertools.islice(ds, batches)
   for images, labels in passed:
     if _dtype_name(images) != "uint8" or tuple(images.shape[1:]) != (side, side, 3):
-      raise AssertionError(f"batch of {images.dtype} {images.shape}, not uint8 (B, {side}, {side}, 3)")
+      raise AssertionError(f"batch of {images.dtype} {images.shape}, "
+                           f"not uint8 (B, {side}, {side}, 3)")
     if labels.shape[0] != images.shape[0]:
       raise AssertionError(f"{labels.shape[0]} labels for {images.shape[0]} images")
     seen += int(images.shape[0])
@@ -478,8 +498,8 @@ def measure(makers: dict[str, Callable[[], Any]], repeats: int) -> dict[str, dic
       result["seconds"].append(round(seconds, 4))
       result["cpu_seconds"].append(round(cpu, 4))
       result["rates"].append(round(images / seconds, 1))
-      print(f"epoch {repeat + 1}/{repeats} {key}: {images} images, {images / seconds:,.0f} images/s, "
-            f"{images / cpu:,.0f} per CPU-second", flush=True)
+      print(f"epoch {repeat + 1}/{repeats} {key}: {images} images, "
+            f"{images / seconds:,.0f} images/s, {images / cpu:,.0f} per CPU-second", flush=True)
   for result in results.values():
     result["median"] = statistics.median(result["rates"])
     # What one core delivers: less sensitive than images/s to other work on the machine.
@@ -500,9 +520,10 @@ def targets(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     if key not in results or reference not in results:
       continue
     # Paired: each round's ratio (the two loaders ran one after the other), then the median round.
-    ratio = statistics.median(rate / ref for rate, ref in zip(results[key]["rates"], results[reference]["rates"],
-                                                              strict=True))
-    out.append({"target": description, "ratio": round(ratio, 3), "needed": factor, "holds": ratio >= factor})
+    ratio = statistics.median(rate / ref for rate, ref in zip(
+        results[key]["rates"], results[reference]["rates"], strict=True))
+    out.append({"target": description, "ratio": round(ratio, 3), "needed": factor,
+                "holds": ratio >= factor})
   return out
 
 
@@ -512,13 +533,15 @@ def table(report: dict[str, Any]) -> str:
   m = report["machine"]
   lines = [
       f"{report['photos']} photos ({report['source']}), batch {report['batch_size']}, "
-      f"{report['repeats']} timed epochs per loader (median), read as {report.get('read_as', 'tf.data iteration')}",
-      f"machine: {m['cores_usable']} cores usable ({m['cores_in_machine']} in the machine), {m['cpu_model']}, "
-      f"{m.get('memory_gb', '?')} GB; TF {m['tensorflow']}, TFDS {m['tensorflow_datasets']}, "
-      f"Keras {m['keras']}, Pillow {m['pillow']}",
+      f"{report['repeats']} timed epochs per loader (median), "
+      f"read as {report.get('read_as', 'tf.data iteration')}",
+      f"machine: {m['cores_usable']} cores usable ({m['cores_in_machine']} in the machine), "
+      f"{m['cpu_model']}, {m.get('memory_gb', '?')} GB; TF {m['tensorflow']}, "
+      f"TFDS {m['tensorflow_datasets']}, Keras {m['keras']}, Pillow {m['pillow']}",
       f"load average (1, 5, 15 min) before {report['load_before']}, after {report['load_after']}",
       "",
-      f"{'loader':58} {'images':>7} {'images/s':>9} {'x (1)':>7} {'x (7)':>6} {'/CPU-s':>7}  epochs, images/s",
+      f"{'loader':58} {'images':>7} {'images/s':>9} {'x (1)':>7} {'x (7)':>6} {'/CPU-s':>7}  "
+      "epochs, images/s",
   ]
   for key, label in report["labels"].items():
     row = rows[key]
@@ -526,12 +549,13 @@ def table(report: dict[str, Any]) -> str:
     to_base = f"{row['median'] / base:7.2f}" if base else f"{'-':>7}"
     lines.append(f"{label:58} {row['images']:7d} {row['median']:9,.0f} {to_base} "
                  f"{row['median'] / limit:6.2f} {row['per_cpu_second']:7,.0f}  {spread}")
-  lines.append("(/CPU-s: images per CPU-second of this process, and of its worker processes for 8, median "
-               "epoch; other work on the machine moves it less than images/s)")
+  lines.append("(/CPU-s: images per CPU-second of this process, and of its worker processes for 8, "
+               "median epoch; other work on the machine moves it less than images/s)")
   lines.append("")
   for target in report["targets"]:
     verdict = "holds" if target["holds"] else "MISSED"
-    lines.append(f"target {target['target']:38} {target['ratio']:6.2f} (>= {target['needed']}): {verdict}")
+    lines.append(f"target {target['target']:38} {target['ratio']:6.2f} "
+                 f"(>= {target['needed']}): {verdict}")
   return "\n".join(lines)
 
 
@@ -545,7 +569,8 @@ def chart(report: dict[str, Any], path: str) -> None:
   labels = list(report["labels"].values())[::-1]
   rates = [rows[key]["median"] for key in keys][::-1]
   colours = ["tab:grey" if key[0] in "123" else "tab:orange" if key[0] in "45" else
-             "tab:green" if key[0] == "6" else "tab:purple" if key[0] == "8" else "tab:blue" for key in keys][::-1]
+             "tab:green" if key[0] == "6" else "tab:purple" if key[0] == "8" else "tab:blue"
+             for key in keys][::-1]
   figure, axes = plt.subplots(figsize=(11, 5.5))
   bars = axes.barh(labels, rates, color=colours)
   axes.bar_label(bars, labels=[f"{rate:,.0f}" for rate in rates], padding=3)
@@ -562,28 +587,34 @@ def chart(report: dict[str, Any], path: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--photos", help="a folder or zip in any korean_food layout; default: made from "
-                      "the real photos in ../shared/realdata (generated where absent)")
+  parser.add_argument("--photos", help="a folder or zip in any korean_food layout; default: made "
+                      "from the real photos in ../shared/realdata (generated where absent)")
   parser.add_argument("--generated", action="store_true",
-                      help="use the generated fallback pictures even where the real photos are present")
+                      help="use the generated fallback pictures even where the real photos are "
+                      "present")
   parser.add_argument("--images", type=int, default=2000,
                       help="photos to generate, or the most to take from --photos")
   parser.add_argument("--batch_size", type=int, default=64)
   parser.add_argument("--repeats", type=int, default=3, help="timed epochs per loader")
   parser.add_argument("--loaders", nargs="+", default=[], metavar="KEY",
-                      help="only the loaders whose key starts with one of these (e.g. 5 6_pipeline_224 7); "
+                      help="only the loaders whose key starts with one of these "
+                      "(e.g. 5 6_pipeline_224 7); "
                       f"the limit always runs. Keys: {', '.join(LOADERS)}")
   parser.add_argument("--targets", action="store_true",
-                      help="only the loaders the targets compare (what docs/performance.md's goals quote)")
+                      help="only the loaders the targets compare "
+                      "(what docs/performance.md's goals quote)")
   parser.add_argument("--keras", action="store_true",
-                      help="read each tf.data loader as model.fit does on the backend of KERAS_BACKEND "
-                      "(on JAX: Keras's conversion of every batch, then jax.device_put)")
+                      help="read each tf.data loader as model.fit does on the backend of "
+                      "KERAS_BACKEND (on JAX: Keras's conversion of every batch, "
+                      "then jax.device_put)")
   parser.add_argument("--shards", action="store_true",
-                      help="also build 224 in one record file per split and read it beside the shard "
-                      "policy's files (rows '1 file per split')")
+                      help="also build 224 in one record file per split and read it beside the "
+                      "shard policy's files (rows '1 file per split')")
   parser.add_argument("--workdir", default="/tmp/photo_datasets_loader_bench")
-  parser.add_argument("--json", help="write the results here (default <workdir>/loader_benchmark.json)")
-  parser.add_argument("--png", help="write the bar chart here (default <workdir>/loader_benchmark.png)")
+  parser.add_argument("--json",
+                      help="write the results here (default <workdir>/loader_benchmark.json)")
+  parser.add_argument("--png",
+                      help="write the bar chart here (default <workdir>/loader_benchmark.png)")
   args = parser.parse_args(argv)
   if args.images < 1 or args.batch_size < 1 or args.repeats < 1:
     parser.error("--images, --batch_size and --repeats must be >= 1")
@@ -596,7 +627,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
   if args.photos:
     source, corpus = _source_root(args.photos, workdir), f"--photos {args.photos}"
   else:
-    source, corpus = harness.made_corpus(workdir, args.images, None if args.generated else benchmark_corpus.REALDATA)
+    source, corpus = harness.made_corpus(workdir, args.images,
+                                         None if args.generated else benchmark_corpus.REALDATA)
   files_dir, data_dir = os.path.join(workdir, "files"), os.path.join(workdir, "data")
   count = extract(source, files_dir, args.images)
   if not count:
@@ -606,11 +638,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
   makers = loaders(files_dir, data_dir, args.batch_size, chosen, through_keras=args.keras,
                    one_file=args.shards, exact=args.targets)
   print(f"{count} photos in {files_dir}; building korean_food/{SIZE} and full ...", flush=True)
-  build_seconds = build_configs(files_dir, data_dir, array_record=any(key[0] == "8" for key in makers),
+  build_seconds = build_configs(files_dir, data_dir,
+                                array_record=any(key[0] == "8" for key in makers),
                                 one_file=args.shards)
 
   results = measure(makers, args.repeats)
-  base, limit = results[BASELINE]["median"] if BASELINE in results else None, results[LIMIT]["median"]
+  base, limit = (results[BASELINE]["median"] if BASELINE in results else None,
+                 results[LIMIT]["median"])
   for result in results.values():
     result["ratio_to_1"] = round(result["median"] / base, 3) if base else None
     result["ratio_to_7"] = round(result["median"] / limit, 3)
@@ -622,7 +656,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
       "photos": count,
       "batch_size": args.batch_size,
       "repeats": args.repeats,
-      "read_as": f"model.fit on Keras's {keras.config.backend()} backend" if args.keras else "tf.data iteration",
+      "read_as": (f"model.fit on Keras's {keras.config.backend()} backend" if args.keras
+                  else "tf.data iteration"),
       "build_seconds": {config: round(s, 2) for config, s in build_seconds.items()},
       "load_before": load_before,
       "load_after": harness.load_average(),

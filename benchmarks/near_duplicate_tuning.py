@@ -49,7 +49,8 @@ def copy_hashes(data: bytes) -> dict[str, bytes]:
 
 def summary(values: list[int]) -> dict[str, float]:
   array = np.array(values)
-  return {"max": int(array.max()), "p50": float(np.percentile(array, 50)), "p99": float(np.percentile(array, 99))}
+  return {"max": int(array.max()), "p50": float(np.percentile(array, 50)),
+          "p99": float(np.percentile(array, 99))}
 
 
 def grouped(a: bytes, b: bytes) -> bool:
@@ -65,13 +66,15 @@ def measure(files: list[pathlib.Path], kfood: list[pathlib.Path]) -> dict[str, A
     originals.append(original)
     for kind, value in copy_hashes(data).items():
       per_kind[kind].append((*near_duplicates.distance(original, value), grouped(original, value)))
-  distinct = np.array([near_duplicates.distance(a, b)[0] for a, b in itertools.combinations(originals, 2)])
+  distinct = np.array([near_duplicates.distance(a, b)[0]
+                       for a, b in itertools.combinations(originals, 2)])
   result: dict[str, Any] = {
-      "photos": len(files), "hash_bits": near_duplicates.HASH_BYTES * 8, "threshold": near_duplicates.THRESHOLD,
-      "key_threshold": near_duplicates.KEY_THRESHOLD,
+      "photos": len(files), "hash_bits": near_duplicates.HASH_BYTES * 8,
+      "threshold": near_duplicates.THRESHOLD, "key_threshold": near_duplicates.KEY_THRESHOLD,
       "copies": {kind: summary([d for d, _, _ in values]) for kind, values in per_kind.items()},
       "copy_keys": {kind: summary([k for _, k, _ in values]) for kind, values in per_kind.items()},
-      "copies_grouped": {kind: float(np.mean([g for _, _, g in values])) for kind, values in per_kind.items()},
+      "copies_grouped": {kind: float(np.mean([g for _, _, g in values]))
+                         for kind, values in per_kind.items()},
       "distinct_pairs": int(distinct.size),
       "distinct_grouped": len(near_duplicates.groups(originals)),
       "distinct_min": int(distinct.min()),
@@ -80,15 +83,19 @@ def measure(files: list[pathlib.Path], kfood: list[pathlib.Path]) -> dict[str, A
       "false_merges": {str(t): int(np.sum(distinct <= t)) for t in THRESHOLDS},
   }
   index = {path: i for i, path in enumerate(files)}
-  pairs = sorted((near_duplicates.distance(originals[index[a]], originals[index[b]])[0], str(a.relative_to(KFOOD)),
-                  str(b.relative_to(KFOOD))) for a, b in itertools.combinations(kfood, 2))
-  result["kfood_closest"] = [{"distance": d, "a": a, "b": b} for d, a, b in pairs[:3] if (a, b) != TWO_SHOTS]
-  result["two_shots"] = next(({"distance": d, "a": a, "b": b} for d, a, b in pairs if (a, b) == TWO_SHOTS), None)
+  pairs = sorted((near_duplicates.distance(originals[index[a]], originals[index[b]])[0],
+                  str(a.relative_to(KFOOD)), str(b.relative_to(KFOOD)))
+                 for a, b in itertools.combinations(kfood, 2))
+  result["kfood_closest"] = [{"distance": d, "a": a, "b": b} for d, a, b in pairs[:3]
+                             if (a, b) != TWO_SHOTS]
+  result["two_shots"] = next(({"distance": d, "a": a, "b": b} for d, a, b in pairs
+                              if (a, b) == TWO_SHOTS), None)
   return result
 
 
 def main() -> None:
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--json", action="store_true", help="print the measurements as JSON")
   parser.add_argument("--kfood", type=pathlib.Path, default=KFOOD)
   parser.add_argument("--flowers", type=pathlib.Path, default=FLOWERS)
@@ -104,10 +111,12 @@ def main() -> None:
   print(f"{'copy kind':<18} {'max':>4} {'p50':>5} {'p99':>5} {'key max':>8} {'grouped':>8}")
   for kind, s in result["copies"].items():
     key, share = result["copy_keys"][kind], result["copies_grouped"][kind]
-    print(f"{kind:<18} {s['max']:>4} {s['p50']:>5.1f} {s['p99']:>5.1f} {key['max']:>8} {share:>8.1%}")
+    print(f"{kind:<18} {s['max']:>4} {s['p50']:>5.1f} {s['p99']:>5.1f} "
+          f"{key['max']:>8} {share:>8.1%}")
   p = result["distinct_percentiles"]
   print(f"distinct pairs: {result['distinct_pairs']}, min {result['distinct_min']}, "
-        f"p0.1 {p['0.1']:.0f}, p1 {p['1']:.0f}, p5 {p['5']:.0f}; groups among them: {result['distinct_grouped']}")
+        f"p0.1 {p['0.1']:.0f}, p1 {p['1']:.0f}, p5 {p['5']:.0f}; "
+        f"groups among them: {result['distinct_grouped']}")
   print("threshold  false merges  rate")
   for t in THRESHOLDS:
     print(f"{t:>9}  {result['false_merges'][str(t)]:>12}  {result['false_merge_rate'][str(t)]:.2e}")

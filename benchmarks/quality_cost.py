@@ -37,7 +37,8 @@ def _cpu_ms(function: Callable[[Any], object], argument: Any, repeats: int) -> f
 
 
 def main() -> None:
-  parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser = argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--photos", type=int, default=300)
   parser.add_argument("--repeats", type=int, default=5)
   parser.add_argument("--seed", type=int, default=0)
@@ -50,10 +51,12 @@ def main() -> None:
   sides = sorted(min(p.size) for p in decoded)
   print(f"corpus: {name}")
   print(f"{len(photos)} photos, scan pixels {sides[0]}-{sides[-1]} px on the short side "
-        f"(median {sides[len(sides) // 2]}); CPU time per photo, median of {args.repeats} runs each:")
-  print(f"  quality.measure: median {np.median(flags):.3f} ms, 90th percentile {np.percentile(flags, 90):.3f} ms, "
-        f"max {max(flags):.3f} ms")
-  print(f"  the scan's decode_and_inspect (for scale, 50 photos): median {np.median(decodes):.2f} ms")
+        f"(median {sides[len(sides) // 2]}); CPU time per photo, "
+        f"median of {args.repeats} runs each:")
+  print(f"  quality.measure: median {np.median(flags):.3f} ms, "
+        f"90th percentile {np.percentile(flags, 90):.3f} ms, max {max(flags):.3f} ms")
+  print("  the scan's decode_and_inspect (for scale, 50 photos): "
+        f"median {np.median(decodes):.2f} ms")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""Where the 224 training path's time goes, stage by stage, against the decode limit: microseconds per image.
+"""Per image, where the 224 training path's time goes, stage by stage, against the decode limit.
 
-  python benchmarks/reading_profile.py [--data_dir DIR] [--images 1000] [--repeats 3] [--workdir DIR] [--json F]
+  python benchmarks/reading_profile.py [--data_dir DIR] [--images 1000] [--repeats 3]
+      [--workdir DIR] [--json F]
 
 On a built `korean_food/224` (`--data_dir`, or one built from `--images`
 benchmark photos in the workdir), one run times in turns, each for whole
@@ -60,16 +61,18 @@ def stages(data_dir: str) -> dict[str, Callable[[], tf.data.Dataset]]:
     return records().shuffle(2048)
 
   def mapped(function: Callable[[tf.Tensor], Any]) -> Callable[[], tf.data.Dataset]:
-    return lambda: batched(shuffled().map(function, num_parallel_calls=AUTOTUNE, deterministic=False))
+    return lambda: batched(shuffled().map(function, num_parallel_calls=AUTOTUNE,
+                                          deterministic=False))
 
   def decoded_batches() -> tf.data.Dataset:
     return shuffled().batch(BATCH, drop_remainder=True).map(
-        lambda records: reader.augmented_batch(records, None), num_parallel_calls=pipeline._usable_cores(),
-        deterministic=False)
+        lambda records: reader.augmented_batch(records, None),
+        num_parallel_calls=pipeline._usable_cores(), deterministic=False)
 
   def mirrored_alone(record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     image, label = reader.decoded(reader.parse(record))
-    return tf.cond(tf.random.uniform([]) < 0.5, lambda: tf.reverse(image, [1]), lambda: image), label
+    return (tf.cond(tf.random.uniform([]) < 0.5, lambda: tf.reverse(image, [1]), lambda: image),
+            label)
 
   def cached_images() -> tf.data.Dataset:
     ds = reader.cached("memory", reader.decoded)
@@ -85,8 +88,8 @@ def stages(data_dir: str) -> dict[str, Callable[[], tf.data.Dataset]]:
 
   def memory_cache(seed: int | None, flip: bool = True) -> Callable[[], tf.data.Dataset]:
     def make() -> tf.data.Dataset:
-      ds = pipeline.training_dataset(NAME, split=SPLIT, batch_size=BATCH, data_dir=data_dir, seed=seed,
-                                     cache="memory", flip=flip)
+      ds = pipeline.training_dataset(NAME, split=SPLIT, batch_size=BATCH, data_dir=data_dir,
+                                     seed=seed, cache="memory", flip=flip)
       for _ in ds:  # The epoch that fills the cache.
         pass
       return ds
@@ -98,12 +101,15 @@ def stages(data_dir: str) -> dict[str, Callable[[], tf.data.Dataset]]:
       "records: 16 files interleaved, shuffled file order": lambda: batched(records()),
       "+ shuffle of the serialized examples (2048)": lambda: batched(shuffled()),
       "+ parse, one example a map call": mapped(reader.parse),
-      "+ decode_jpeg, one example a map call": mapped(lambda record: reader.decoded(reader.parse(record))),
-      "  or + tf.reverse of each image, in the map (the tf.data service's flip)": mapped(mirrored_alone),
-      "  or + batch, then parse and decode a batch a map call, a call per core": lambda: decoded_batches().prefetch(
-          AUTOTUNE),
-      "+ flip of each batch (OpenCV, in place; half the images mirrored)": lambda: pipeline._flipped_batches(
-          decoded_batches(), None, deterministic=False).prefetch(AUTOTUNE),
+      "+ decode_jpeg, one example a map call":
+          mapped(lambda record: reader.decoded(reader.parse(record))),
+      "  or + tf.reverse of each image, in the map (the tf.data service's flip)":
+          mapped(mirrored_alone),
+      "  or + batch, then parse and decode a batch a map call, a call per core":
+          lambda: decoded_batches().prefetch(AUTOTUNE),
+      "+ flip of each batch (OpenCV, in place; half the images mirrored)":
+          lambda: pipeline._flipped_batches(decoded_batches(), None,
+                                            deterministic=False).prefetch(AUTOTUNE),
       "training_dataset(224)": lambda: pipeline.training_dataset(
           NAME, split=SPLIT, batch_size=BATCH, data_dir=data_dir),
       "training_dataset(224, seed=0)": lambda: pipeline.training_dataset(
@@ -114,7 +120,8 @@ def stages(data_dir: str) -> dict[str, Callable[[], tf.data.Dataset]]:
       "cache: + shuffle (2048 decoded)": cache_stage(shuffle=True),
       "training_dataset(224, cache='memory'), epochs after the first": memory_cache(None),
       "training_dataset(224, cache='memory', seed=0), after the first": memory_cache(0),
-      "training_dataset(224, cache='memory', flip=False), after the first": memory_cache(None, flip=False),
+      "training_dataset(224, cache='memory', flip=False), after the first":
+          memory_cache(None, flip=False),
   }
 
 
@@ -122,12 +129,14 @@ def epoch(ds: tf.data.Dataset) -> dict[str, float]:
   start, cpu, images = time.perf_counter(), harness.cpu_seconds(), 0
   for batch in ds:  # (images, labels), or what a stage gives (examples, features).
     images += int(tf.nest.flatten(batch)[0].shape[0])
-  return {"images": images, "seconds": time.perf_counter() - start, "cpu_seconds": harness.cpu_seconds() - cpu}
+  return {"images": images, "seconds": time.perf_counter() - start,
+          "cpu_seconds": harness.cpu_seconds() - cpu}
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--data_dir", help="where korean_food/224 is built; default: built from --images photos")
+  parser.add_argument("--data_dir",
+                      help="where korean_food/224 is built; default: built from --images photos")
   parser.add_argument("--images", type=int, default=1000)
   parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--workdir", default="/tmp/photo_datasets_reading_profile")
@@ -143,10 +152,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
   for ds in datasets.values():  # Warm-up: traces and starts the threads.
     for _ in ds.take(3):
       pass
-  results = harness.in_turns({label: (lambda ds=ds: epoch(ds)) for label, ds in datasets.items()}, args.repeats,
+  results = harness.in_turns({label: (lambda ds=ds: epoch(ds)) for label, ds in datasets.items()},
+                             args.repeats,
                              say=lambda key, repeat, figures: print(
-                                 f"{repeat + 1}/{args.repeats} {key}: {figures['images'] / figures['seconds']:,.0f} "
-                                 f"images/s", flush=True))
+                                 f"{repeat + 1}/{args.repeats} {key}: "
+                                 f"{figures['images'] / figures['seconds']:,.0f} images/s",
+                                 flush=True))
   limit = next(iter(results.values()))
   limit_rate = limit["median_images"] / limit["median_seconds"]
   print(f"\n{NAME} split {SPLIT!r} ({corpus}), batch {BATCH}, median of {args.repeats} epochs; "
@@ -158,11 +169,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     images = result["median_images"]
     wall, cpu = result["median_seconds"] * 1e6 / images, result["median_cpu_seconds"] * 1e6 / images
     rate = images / result["median_seconds"]
-    rows[label] = {"wall_us": round(wall, 1), "cpu_us": round(cpu, 1), "images_per_second": round(rate),
-                   "x_limit": round(rate / limit_rate, 3)}
+    rows[label] = {"wall_us": round(wall, 1), "cpu_us": round(cpu, 1),
+                   "images_per_second": round(rate), "x_limit": round(rate / limit_rate, 3)}
     print(f"{label:64} {wall:8.0f} {cpu:7.0f} {rate:9,.0f} {rate / limit_rate:8.2f}")
-  report = {"corpus": corpus, "data_dir": data_dir, "machine": harness.machine(), "load_before": load_before,
-            "rows": rows, "epochs": results}
+  report = {"corpus": corpus, "data_dir": data_dir, "machine": harness.machine(),
+            "load_before": load_before, "rows": rows, "epochs": results}
   harness.write_json(report, args.json or os.path.join(args.workdir, "reading_profile.json"))
   return report
 

@@ -81,7 +81,8 @@ def _crop_file(names: list[str], sizes: list[tuple[int, int]], rng: random.Rando
   for name, (width, height) in zip(names, sizes, strict=True):
     if rng.random() < 0.25:
       w, h = rng.randint(width // 3, width), rng.randint(height // 3, height)
-      lines.append(f"{name.rsplit('.', 1)[0]}={rng.randint(0, width - w)},{rng.randint(0, height - h)},{w},{h}")
+      lines.append(f"{name.rsplit('.', 1)[0]}={rng.randint(0, width - w)},"
+                   f"{rng.randint(0, height - h)},{w},{h}")
   lines += ["=,986,590", "Img_999_9999=dissimilar"]  # Malformed, as reported.
   return ("\r\n".join(lines) + "\r\n").encode("ascii")
 
@@ -99,7 +100,8 @@ def make_corpus(root: pathlib.Path, total: int, realdata: pathlib.Path | None) -
   seed = 0
   maker = _Photo(realdata)
   maker(0)  # Loads the real photos once, here: every forked worker then has them.
-  with zipfile.ZipFile(root / "kfood.zip.partial", "w", zipfile.ZIP_STORED, allowZip64=True) as outer:
+  with zipfile.ZipFile(root / "kfood.zip.partial", "w", zipfile.ZIP_STORED,
+                       allowZip64=True) as outer:
     for group, foods in sorted(plan.items()):
       with tempfile.TemporaryFile(dir=root) as spool:
         with zipfile.ZipFile(spool, "w", zipfile.ZIP_STORED, allowZip64=True) as inner:
@@ -107,7 +109,8 @@ def make_corpus(root: pathlib.Path, total: int, realdata: pathlib.Path | None) -
             seeds = range(seed, seed + count)
             seed += count
             names, sizes = [], []
-            for number, data in enumerate(parallel.ordered_map(maker, seeds, workers=parallel.default_workers(),
+            for number, data in enumerate(parallel.ordered_map(maker, seeds,
+                                                               workers=parallel.default_workers(),
                                                                on_crash=_fail)):
               file_name = f"Img_{index:03d}_{number:04d}.jpg"
               with Image.open(io.BytesIO(data)) as image:
@@ -147,16 +150,17 @@ def _pss_bytes(pid: int) -> int:
   return 0
 
 
-# Reading a process's smaps_rollup walks its page tables: every build process's, twice a second, took about 16 % of
-# a core during the full-size build (by ps), on the 2 cores the build is timed on. 5 s is short beside the
-# full-size build's phases (minutes each).
+# Reading a process's smaps_rollup walks its page tables: every build process's, twice a second,
+# took about 16 % of a core during the full-size build (by ps), on the 2 cores the build is timed
+# on. 5 s is short beside the full-size build's phases (minutes each).
 WATCH_SECONDS = 5.0
 
 
 def build(manual_dir: pathlib.Path, data_dir: pathlib.Path, log: pathlib.Path) -> dict[str, float]:
-  """`tfds build korean_food` in a fresh process, its memory and disk watched every `WATCH_SECONDS`."""
-  command = ["tfds", "build", "korean_food", "--imports", "korean_food", "--manual_dir", str(manual_dir),
-             "--data_dir", str(data_dir)]
+  """`tfds build korean_food` in a fresh process, its memory and disk watched every
+  `WATCH_SECONDS`."""
+  command = ["tfds", "build", "korean_food", "--imports", "korean_food",
+             "--manual_dir", str(manual_dir), "--data_dir", str(data_dir)]
   print("running: " + " ".join(command), flush=True)
   data_dir.mkdir(parents=True, exist_ok=True)
   used_before = shutil.disk_usage(data_dir).used
@@ -195,7 +199,8 @@ def arrived(data_dir: pathlib.Path) -> dict[str, dict[str, int]]:
     for split in builder.info.splits:
       ds = builder.as_dataset(split=split, decoders={"image": tfds.decode.SkipDecoding()},
                               read_config=tfds.ReadConfig(try_autocache=False))
-      ds = ds.map(lambda example: example["file_name"], num_parallel_calls=tf.data.AUTOTUNE).batch(4096)
+      ds = ds.map(lambda example: example["file_name"],
+                  num_parallel_calls=tf.data.AUTOTUNE).batch(4096)
       before = len(names)
       for batch in ds.as_numpy_iterator():
         names.update(batch.tolist())
@@ -207,8 +212,9 @@ def arrived(data_dir: pathlib.Path) -> dict[str, dict[str, int]]:
 
 
 def groups_and_shares(metadata: dict[str, Any]) -> dict[str, object]:
-  """The series and near-copy groups (`metadata["series"]`, `["near_duplicates"]`), the largest group
-  of both joined where they touch, and the split shares: overall, and the farthest class from 80/10/10."""
+  """The series and near-copy groups (`metadata["series"]`, `["near_duplicates"]`), the largest
+  group of both joined where they touch, and the split shares: overall, and the farthest class from
+  80/10/10."""
   parent: dict[str, str] = {}
 
   def root(name: str) -> str:
@@ -225,7 +231,8 @@ def groups_and_shares(metadata: dict[str, Any]) -> dict[str, object]:
   totals = [sum(row) for row in zip(*counts.values(), strict=True)]
   shares = {split: sum(row) / sum(totals) for split, row in counts.items()}
   worst = max((abs(row[i] / totals[i] - share) for split, row in counts.items()
-               for share in [dict(SHARES)[split]] for i in range(len(totals)) if totals[i]), default=0.0)
+               for share in [dict(SHARES)[split]] for i in range(len(totals)) if totals[i]),
+              default=0.0)
   return {"series": len(series), "photos in series": sum(len(g["files"]) for g in series),
           "largest series": max((len(g["files"]) for g in series), default=0),
           "largest group": max(sizes.values(), default=0),
@@ -241,8 +248,10 @@ def main() -> None:
   args = parser.parse_args()
   workdir = pathlib.Path(args.workdir)
   manual, data = workdir / "manual", workdir / "data"
-  realdata = benchmark_corpus.REALDATA if benchmark_corpus.corpus_name() == benchmark_corpus.REALISTIC else None
-  report: dict[str, object] = {"corpus": benchmark_corpus.corpus_name(), "cores": len(os.sched_getaffinity(0))}
+  realdata = (benchmark_corpus.REALDATA
+              if benchmark_corpus.corpus_name() == benchmark_corpus.REALISTIC else None)
+  report: dict[str, object] = {"corpus": benchmark_corpus.corpus_name(),
+                               "cores": len(os.sched_getaffinity(0))}
   if not (manual / "kfood.zip").exists():
     shutil.rmtree(workdir, ignore_errors=True)
     start = time.monotonic()
@@ -256,7 +265,8 @@ def main() -> None:
   shutil.rmtree(data, ignore_errors=True)
   report["build"] = build(manual, data, workdir / "tfds_build.log")
   report["arrived"] = arrived(data)
-  report["records_gb"] = {config: sum(p.stat().st_size for p in (data / "korean_food" / config).rglob("*.tfrecord*"))
+  report["records_gb"] = {config: sum(p.stat().st_size
+                                      for p in (data / "korean_food" / config).rglob("*.tfrecord*"))
                           / 1e9 for config in ("224", "full")}
   report["machine"] = harness.machine()
   print(json.dumps(report, indent=2, ensure_ascii=False))

@@ -1,6 +1,7 @@
 """The report page at the size of the full Korean food corpus: its file size and render time.
 
-  python benchmarks/report_page_scale.py [--photos 150000] [--out /tmp/report_scale.html] [--records]
+  python benchmarks/report_page_scale.py [--photos 150000] [--out /tmp/report_scale.html]
+      [--records]
 
 Simulates the report data of a build of `--photos` photos in korean_food's 150
 classes (per-class counts from 300 to 1,500, 80/10/10 splits, 1.3 % skipped,
@@ -41,7 +42,8 @@ from korean_food import food_classes  # noqa: E402
 from photo_datasets.catalog import page_data, page_html, report_page  # noqa: E402
 from photo_datasets.catalog.build_report import BuildReport, Skipped  # noqa: E402
 
-SAMPLE = pathlib.Path(__file__).resolve().parents[1] / "flowers_dataset" / "sample" / "flower_photos"
+SAMPLE = (pathlib.Path(__file__).resolve().parents[1] / "flowers_dataset" / "sample"
+          / "flower_photos")
 FLAGS = ("dark", "light", "low_information", "blurry", "odd_aspect_ratio", "odd_size", "grayscale")
 STORED_BYTES = 17_000  # Mean stored JPEG of korean_food/224 (2.6 GB for 150,513 photos).
 
@@ -69,29 +71,35 @@ def simulated_page(photos: int, seed: int = 0) -> page_data.PageData:
     at += count
     return shuffled[at - count:at]
 
-  report = BuildReport(ignored_files=31, counts={"bad crop lines": 412, "images with a crop box": photos * 7 // 10,
+  report = BuildReport(ignored_files=31, counts={"bad crop lines": 412,
+                                                 "images with a crop box": photos * 7 // 10,
                                                  "images converted to JPEG": photos // 40})
-  report.skipped_files = [Skipped(name, "cannot decode JPEG: image file is truncated") for name in take(photos // 75)]
+  report.skipped_files = [Skipped(name, "cannot decode JPEG: image file is truncated")
+                          for name in take(photos // 75)]
   near = take(photos // 50)
-  report.near_duplicates = [{"files": near[i:i + 3], "across_classes": i % 30 == 0} for i in range(0, len(near), 3)]
+  report.near_duplicates = [{"files": near[i:i + 3], "across_classes": i % 30 == 0}
+                            for i in range(0, len(near), 3)]
   same = take(photos // 200)
   report.duplicates = [same[i:i + 2] for i in range(0, len(same), 2)]
-  report.warnings = [f"{name}: prefix Img_121 is class 121, but the folder is class 119" for name in take(200)]
+  report.warnings = [f"{name}: prefix Img_121 is class 121, but the folder is class 119"
+                     for name in take(200)]
   flags = []
   for flag in FLAGS:
     for name in rng.sample(shuffled, photos * 6 // 100 // len(FLAGS)):
-      flags.append({"file_name": name, "split": split_of[name], "label": name.split("/")[1], "flag": flag,
-                    "score": round(rng.random(), 4)})
+      flags.append({"file_name": name, "split": split_of[name], "label": name.split("/")[1],
+                    "flag": flag, "score": round(rng.random(), 4)})
   flags.sort(key=lambda r: (FLAGS.index(r["flag"]), -r["score"]))
   return page_data.PageData(
-      "korean_food/224", "Images centre-cropped to a square and resized to 224x224.", ["train", "validation", "test"],
-      rows, report, quality_flags=flags, flag_names=list(FLAGS), split_of=split_of, source="/data/kfood.zip",
-      build_seconds=528.0,
-      source_images={"formats": {"JPEG": photos - 900, "PNG": 700, "GIF": 200}, "modes": {"RGB": photos},
+      "korean_food/224", "Images centre-cropped to a square and resized to 224x224.",
+      ["train", "validation", "test"], rows, report, quality_flags=flags, flag_names=list(FLAGS),
+      split_of=split_of, source="/data/kfood.zip", build_seconds=528.0,
+      source_images={"formats": {"JPEG": photos - 900, "PNG": 700, "GIF": 200},
+                     "modes": {"RGB": photos},
                      "orientations": {"1": photos - 300, "6": 300}, "conversions": {"PNG RGB": 700},
                      "long_side": {"edges": [0, 64, 128, 256, 512, 1024, 2048, 4096, 8192],
                                    "counts": [0, 10, 900, 20000, 70000, 50000, 8000, 1090, 0]}},
-      class_weights=[1.0] * len(classes), channel_mean=[150.1, 120.3, 95.2], channel_std=[66.0, 64.1, 67.9],
+      class_weights=[1.0] * len(classes), channel_mean=[150.1, 120.3, 95.2],
+      channel_std=[66.0, 64.1, 67.9],
       note="Private: a page of korean_food with thumbnails is as private as the photos.")
 
 
@@ -124,14 +132,18 @@ def time_records_pass(photos: int, wanted: set[str], names: list[str]) -> float:
     writer.close()
   keys = sorted(wanted)
   table = tf.lookup.StaticHashTable(
-      tf.lookup.KeyValueTensorInitializer(tf.constant(keys), tf.ones(len(keys), tf.int32)), default_value=0)
-  spec = {"file_name": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64),
+      tf.lookup.KeyValueTensorInitializer(tf.constant(keys), tf.ones(len(keys), tf.int32)),
+      default_value=0)
+  spec = {"file_name": tf.io.FixedLenFeature([], tf.string),
+          "label": tf.io.FixedLenFeature([], tf.int64),
           "image": tf.io.FixedLenFeature([], tf.string)}
   start = time.perf_counter()
-  ds = tf.data.TFRecordDataset(sorted(str(p) for p in pathlib.Path(folder).iterdir()), num_parallel_reads=16)
+  ds = tf.data.TFRecordDataset(sorted(str(p) for p in pathlib.Path(folder).iterdir()),
+                               num_parallel_reads=16)
   ds = ds.map(lambda r: tf.io.parse_single_example(r, spec), num_parallel_calls=tf.data.AUTOTUNE)
-  ds = ds.map(lambda e: (e["file_name"], e["label"], tf.where(table.lookup(e["file_name"]) > 0, e["image"],
-                                                                tf.constant(b""))), num_parallel_calls=tf.data.AUTOTUNE)
+  ds = ds.map(lambda e: (e["file_name"], e["label"],
+                         tf.where(table.lookup(e["file_name"]) > 0, e["image"], tf.constant(b""))),
+              num_parallel_calls=tf.data.AUTOTUNE)
   found = sum(1 for _, _, image in ds.as_numpy_iterator() if image)
   seconds = time.perf_counter() - start
   for path in pathlib.Path(folder).iterdir():
@@ -161,20 +173,23 @@ def main() -> None:
   with open(args.out, "w", encoding="utf-8") as f:
     f.write(text)
   rendered = time.perf_counter() - start
-  print(f"{args.photos:,} photos (simulated in {simulated:.1f} s): {len(uris)} thumbnails made in {thumbnails:.1f} s, "
-        f"page rendered and written in {rendered:.2f} s: {os.path.getsize(args.out) / 1e6:.2f} MB ({args.out})")
+  print(f"{args.photos:,} photos (simulated in {simulated:.1f} s): "
+        f"{len(uris)} thumbnails made in {thumbnails:.1f} s, "
+        f"page rendered and written in {rendered:.2f} s: "
+        f"{os.path.getsize(args.out) / 1e6:.2f} MB ({args.out})")
   if args.source_photos:
-    paths = sorted(p for p in pathlib.Path(args.source_photos).rglob("*") if p.suffix.lower() in (".jpg", ".jpeg"))
+    paths = sorted(p for p in pathlib.Path(args.source_photos).rglob("*")
+                   if p.suffix.lower() in (".jpg", ".jpeg"))
     start = time.perf_counter()
     for path in paths:
       report_page.thumbnail(path.read_bytes(), square=True)
     each = (time.perf_counter() - start) / len(paths)
-    print(f"source thumbnails: {each * 1e3:.1f} ms each over {len(paths)} photos in {args.source_photos}; "
-          f"{len(uris)} thumbnails: {each * len(uris):.1f} s")
+    print(f"source thumbnails: {each * 1e3:.1f} ms each over {len(paths)} photos in "
+          f"{args.source_photos}; {len(uris)} thumbnails: {each * len(uris):.1f} s")
   if args.records:
     seconds = time_records_pass(args.photos, stored, sorted(page.split_of))
-    print(f"records pass over {args.photos:,} examples of {STORED_BYTES / 1e3:.0f} KB for {len(stored)} thumbnails: "
-          f"{seconds:.1f} s")
+    print(f"records pass over {args.photos:,} examples of {STORED_BYTES / 1e3:.0f} KB "
+          f"for {len(stored)} thumbnails: {seconds:.1f} s")
 
 
 if __name__ == "__main__":

@@ -57,15 +57,18 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 KFOOD = REPO.parent / "shared" / "realdata" / "kfood"
 FLOWERS = REPO / "flowers_dataset" / "sample" / "flower_photos"
 SURES = (0.74, 0.78, 0.80)
-CLOSE = ((0.65, 4), (0.65, 5), (0.70, 4), (0.70, 5), (0.70, 6), (0.72, 5), (None, None))  # None: no such tier.
+# (CLOSE, CLOSE_INLIERS); None: no such tier.
+CLOSE = ((0.65, 4), (0.65, 5), (0.70, 4), (0.70, 5), (0.70, 6), (0.72, 5), (None, None))
 BANDS = ((0.40, 6), (0.40, 8), (0.40, 10), (0.45, 8), (0.50, 8))
 WINDOWS = (2, 4, 8)
-# ORB settings (side, keypoints, scales, scale step, FAST threshold): the chosen one first, then the one
-# before it (224 px, 4 scales), and cheaper or larger ones.
-SETTINGS = ((288, 250, 3, 1.4, 25), (224, 250, 4, 1.4, 20), (288, 250, 3, 1.4, 30), (288, 200, 3, 1.4, 35),
-            (256, 250, 3, 1.4, 25), (288, 250, 4, 1.4, 25))
-ZOOMS = (0.3, 0.5)  # Close-ups: the centre of the photo with this share of its area, enlarged back (`close_up`).
-# And 30 % of it around these points, a third of the way in from two edges: a step closer to one side.
+# ORB settings (side, keypoints, scales, scale step, FAST threshold): the chosen one first, then
+# the one before it (224 px, 4 scales), and cheaper or larger ones.
+SETTINGS = ((288, 250, 3, 1.4, 25), (224, 250, 4, 1.4, 20), (288, 250, 3, 1.4, 30),
+            (288, 200, 3, 1.4, 35), (256, 250, 3, 1.4, 25), (288, 250, 4, 1.4, 25))
+# Close-ups: the centre of the photo with this share of its area, enlarged back (`close_up`).
+ZOOMS = (0.3, 0.5)
+# Off-centre close-ups: 30 % of the photo around these points, a third of the way in from two
+# edges, enlarged back: a step closer to one side.
 OFF_CENTRE = ((0.35, 0.35), (0.65, 0.35), (0.35, 0.65), (0.65, 0.65))
 
 
@@ -125,7 +128,8 @@ def copies(data: bytes) -> dict[str, Image.Image]:
   }
 
 
-def cpu_ms(work: Callable[[Image.Image], object], pixels: Sequence[Image.Image], repeats: int = 5) -> float:
+def cpu_ms(work: Callable[[Image.Image], object], pixels: Sequence[Image.Image],
+           repeats: int = 5) -> float:
   """Median over repeats of the CPU time per photo, in ms."""
   runs = []
   for _ in range(repeats):
@@ -137,14 +141,16 @@ def cpu_ms(work: Callable[[Image.Image], object], pixels: Sequence[Image.Image],
 
 
 def hard_cases(kfood: Corpus, truth: list[set[str]]) -> dict[str, list[tuple[bytes, bytes]]]:
-  """Pairs of features: each photo and each of its close-ups (must join), the look-alikes (must not)."""
+  """Pairs of features: each photo and each of its close-ups (must join), the look-alikes (must
+  not)."""
   tests = _test_series()
 
   def made(data: bytes) -> bytes:
     return series.describe(images.decode_and_inspect(data)[1])
 
   cases = {f"close-up {area:.0%}": [(f, made(tests.close_up(p.read_bytes(), area)))
-                                    for f, p in zip(kfood.features, kfood.paths, strict=True)] for area in ZOOMS}
+                                    for f, p in zip(kfood.features, kfood.paths, strict=True)]
+           for area in ZOOMS}
   cases["close-up 30% off-centre"] = [(f, made(tests.close_up(p.read_bytes(), 0.3, centre)))
                                       for f, p in zip(kfood.features, kfood.paths, strict=True)
                                       for centre in OFF_CENTRE]
@@ -153,15 +159,19 @@ def hard_cases(kfood: Corpus, truth: list[set[str]]) -> dict[str, list[tuple[byt
   return cases
 
 
-def link_rates(kfood: Corpus, flowers: Corpus, truth: list[set[str]], mosaics: int) -> dict[str, Any]:
-  """Share of pairs the rule joins: real photos of one class and no one series, and benchmark mosaics."""
+def link_rates(kfood: Corpus, flowers: Corpus, truth: list[set[str]],
+               mosaics: int) -> dict[str, Any]:
+  """Share of pairs the rule joins: real photos of one class and no one series, and benchmark
+  mosaics."""
   import benchmark_corpus
 
   series_of = {name: i for i, group in enumerate(truth) for name in group}
   real = [(corpus.features[a], corpus.features[b])
-          for corpus in (kfood, flowers) for a, b in itertools.combinations(range(len(corpus.names)), 2)
+          for corpus in (kfood, flowers)
+          for a, b in itertools.combinations(range(len(corpus.names)), 2)
           if _folder(corpus.names[a]) == _folder(corpus.names[b])
-          and not (corpus.names[a] in series_of and series_of[corpus.names[a]] == series_of.get(corpus.names[b]))]
+          and not (corpus.names[a] in series_of
+                   and series_of[corpus.names[a]] == series_of.get(corpus.names[b]))]
   name, photos = benchmark_corpus.photos(mosaics)
   made = [series.describe(images.decode_and_inspect(data)[1]) for data in photos]
   fake = list(itertools.combinations(made, 2))
@@ -173,7 +183,8 @@ def link_rates(kfood: Corpus, flowers: Corpus, truth: list[set[str]], mosaics: i
             "share matched": round(matched / len(pairs), 4),
             "share joined": round(sum(series.joined(a, b) for a, b in pairs) / len(pairs), 4)}
 
-  return {"real photos, one class, no series": row(real), f"{mosaics} {name.split(' (')[0]} mosaics": row(fake)}
+  return {"real photos, one class, no series": row(real),
+          f"{mosaics} {name.split(' (')[0]} mosaics": row(fake)}
 
 
 def measure(mosaics: int = 0) -> dict[str, Any]:
@@ -199,13 +210,15 @@ def measure(mosaics: int = 0) -> dict[str, Any]:
       rule = series.Rule(sure, close or sure, close_inliers or least, band, least)
       row: dict[str, Any] = {"kfood": counts(kfood, truth, rule, series.WINDOW),
                              "flowers_false": counts(flowers, [], rule, series.WINDOW)["false"]}
-      row.update({kind: sum(series.joined(a, b, rule) for a, b in pairs) for kind, pairs in cases.items()})
+      row.update({kind: sum(series.joined(a, b, rule) for a, b in pairs)
+                  for kind, pairs in cases.items()})
       tier = f"{close:.2f} {close_inliers}" if close else "-"
       rules[f"{sure:.2f}, {tier}, {band:.2f} {least}"] = row
     result["rule (sure, close close_inliers, band min_inliers), window 4"] = rules
     chosen = series.RULE
-    result["windows, chosen rule"] = {w: {"kfood": counts(kfood, truth, chosen, w),
-                                          "flowers_false": counts(flowers, [], chosen, w)["false"]} for w in WINDOWS}
+    result["windows, chosen rule"] = {
+        w: {"kfood": counts(kfood, truth, chosen, w),
+            "flowers_false": counts(flowers, [], chosen, w)["false"]} for w in WINDOWS}
   finally:
     series.inliers = every_inliers  # type: ignore[method-assign]
   result["hard cases"] = {kind: len(pairs) for kind, pairs in cases.items()}
@@ -214,17 +227,20 @@ def measure(mosaics: int = 0) -> dict[str, Any]:
   pair_overlaps = []
   for a, b in itertools.combinations(kfood.names, 2):
     pa, pb = series_position(a), series_position(b)
-    if _folder(a) == _folder(b) and pa is not None and pb is not None and abs(pa - pb) <= series.WINDOW:
+    if (_folder(a) == _folder(b) and pa is not None and pb is not None
+        and abs(pa - pb) <= series.WINDOW):
       same = a in series_of and series_of.get(a) == series_of.get(b)
-      pair_overlaps.append((round(series.overlap(by_name[a], by_name[b]), 3), series.inliers(by_name[a], by_name[b]),
-                            same, a, b.rsplit("/", 1)[1]))
+      pair_overlaps.append((round(series.overlap(by_name[a], by_name[b]), 3),
+                            series.inliers(by_name[a], by_name[b]), same, a, b.rsplit("/", 1)[1]))
   pair_overlaps.sort(reverse=True)
   result["kfood_pairs_within_window"] = [list(p) for p in pair_overlaps]
   kinds: dict[str, list[tuple[float, int]]] = {}
-  for path, feature in zip(kfood.paths + flowers.paths, kfood.features + flowers.features, strict=True):
+  for path, feature in zip(kfood.paths + flowers.paths, kfood.features + flowers.features,
+                           strict=True):
     for kind, copy in copies(path.read_bytes()).items():
       other = series.describe(copy)
-      kinds.setdefault(kind, []).append((series.overlap(feature, other), series.inliers(feature, other)))
+      kinds.setdefault(kind, []).append((series.overlap(feature, other),
+                                         series.inliers(feature, other)))
   result["copies_overlap_inliers_min_median"] = {
       k: [round(min(o for o, _ in v), 3), round(statistics.median(o for o, _ in v), 3),
           min(i for _, i in v), statistics.median(i for _, i in v)] for k, v in kinds.items()}
@@ -233,7 +249,8 @@ def measure(mosaics: int = 0) -> dict[str, Any]:
       "series.colour_histogram": cpu_ms(series.colour_histogram, every),
       "series.describe": cpu_ms(series.describe, every),
       "quality.measure": cpu_ms(quality.measure, every),
-      "near_duplicates.photo_hashes": cpu_ms(lambda p: images.near_duplicates.photo_hashes(p), every),
+      "near_duplicates.photo_hashes": cpu_ms(lambda p: images.near_duplicates.photo_hashes(p),
+                                             every),
   }
   if mosaics:
     result["link_rates"] = link_rates(kfood, flowers, truth, mosaics)
@@ -241,7 +258,8 @@ def measure(mosaics: int = 0) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def orb_setting(side: int, keypoints: int, levels: int, step: float, contrast: int) -> Iterator[None]:
+def orb_setting(side: int, keypoints: int, levels: int, step: float,
+                contrast: int) -> Iterator[None]:
   """`series.describe` with these ORB settings while in the block."""
   names = ("_KEYPOINT_SIDE", "_KEYPOINTS", "_LEVELS", "_SCALE_STEP", "_CORNER_CONTRAST")
   before = [getattr(series, name) for name in names]
@@ -273,7 +291,8 @@ def keypoint_settings(count: int, passes: int = 5) -> dict[str, Any]:
 
   found: dict[str, dict[str, Any]] = {}
   costs: dict[str, list[float]] = {"colour": []}
-  for _ in range(passes):  # Alternating, so a change of the machine's load touches every setting alike.
+  # Alternating, so a change of the machine's load touches every setting alike.
+  for _ in range(passes):
     costs["colour"].append(scan_ms(series.colour_histogram))
     for setting in SETTINGS:
       with orb_setting(*setting):
@@ -282,9 +301,11 @@ def keypoint_settings(count: int, passes: int = 5) -> dict[str, Any]:
     with orb_setting(*setting):
       for corpus in (kfood, flowers):
         corpus.features = [series.describe(p) for p in corpus.pixels]
-      row: dict[str, Any] = {"kfood": counts(kfood, truth, series.RULE, series.WINDOW),
-                             "flowers_false": counts(flowers, [], series.RULE, series.WINDOW)["false"]}
-      row.update({kind: sum(series.joined(a, b) for a, b in pairs) for kind, pairs in hard_cases(kfood, truth).items()})
+      row: dict[str, Any] = {
+          "kfood": counts(kfood, truth, series.RULE, series.WINDOW),
+          "flowers_false": counts(flowers, [], series.RULE, series.WINDOW)["false"]}
+      row.update({kind: sum(series.joined(a, b) for a, b in pairs)
+                  for kind, pairs in hard_cases(kfood, truth).items()})
       made = [series.describe(p) for p in mosaics]
       neighbours = [(made[i], made[j]) for i in range(len(made))
                     for j in range(i + 1, min(i + series.WINDOW + 1, len(made)))]
@@ -292,8 +313,8 @@ def keypoint_settings(count: int, passes: int = 5) -> dict[str, Any]:
       for a, b in neighbours:
         series.inliers(a, b)
       row["ms per matched pair"] = round(1000 * (time.process_time() - start) / len(neighbours), 3)
-      row["keypoints per photo"] = round(statistics.mean((len(f) - series.HISTOGRAM_BYTES) // series.KEYPOINT_BYTES
-                                                         for f in made))
+      row["keypoints per photo"] = round(statistics.mean(
+          (len(f) - series.HISTOGRAM_BYTES) // series.KEYPOINT_BYTES for f in made))
       row["ms per photo over the colour rule"] = round(
           statistics.median(costs[str(setting)]) - statistics.median(costs["colour"]), 3)
       found[str(setting)] = row
@@ -319,7 +340,8 @@ def second_shots() -> dict[str, Any]:
   truth = ground_truth()
   corpora = (Corpus(KFOOD, series_position), Corpus(FLOWERS, flickr_id))
   made = {kind: [] for kind in shots.KINDS}  # (held out, first, second)
-  looks: dict[str, list[tuple[bool, bytes, bytes]]] = {kind: [] for kind in ("unchanged", *shots.KINDS)}
+  looks: dict[str, list[tuple[bool, bytes, bytes]]] = {
+      kind: [] for kind in ("unchanged", *shots.KINDS)}
   tests = _test_series()
   for corpus in corpora:
     for name, path, features in zip(corpus.names, corpus.paths, corpus.features, strict=True):
@@ -355,11 +377,13 @@ def second_shots() -> dict[str, Any]:
 
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--mosaics", type=int, default=0, help="also the share joined among N benchmark photos")
+  parser.add_argument("--mosaics", type=int, default=0,
+                      help="also the share joined among N benchmark photos")
   parser.add_argument("--keypoint_settings", type=int, default=0,
                       help="instead, each ORB setting's counts and cost, on N benchmark photos")
   parser.add_argument("--second_shots", action="store_true",
-                      help="instead, second shots and look-alikes under each kind of change, both halves")
+                      help="instead, second shots and look-alikes under each kind of change, "
+                           "both halves")
   parser.add_argument("--json", action="store_true")
   args = parser.parse_args()
   if args.second_shots:
@@ -380,15 +404,18 @@ def main() -> None:
     print(json.dumps(result, ensure_ascii=False, indent=1))
     return
   print(f"{result['kfood_photos']} kfood photos, {result['flowers_photos']} flowers, "
-        f"{result['true_pairs']} true pairs in the ground truth; hard cases: {result['hard cases']}")
-  print("rule (colour alone from SURE; from CLOSE, CLOSE_INLIERS keypoints; from BAND, MIN_INLIERS), window 4:")
+        f"{result['true_pairs']} true pairs in the ground truth; "
+        f"hard cases: {result['hard cases']}")
+  print("rule (colour alone from SURE; from CLOSE, CLOSE_INLIERS keypoints; from BAND, "
+        "MIN_INLIERS), window 4:")
   for rule, row in result["rule (sure, close close_inliers, band min_inliers), window 4"].items():
     k = row["kfood"]
     hard = ", ".join(f"{kind} {row[kind]}" for kind in result["hard cases"])
     print(f"  {rule}: kfood true {k['true']}, false {k['false']}, missed {k['missed']}; "
           f"flowers false {row['flowers_false']}; joined: {hard}")
   print("the chosen rule by window:", result["windows, chosen rule"])
-  print(f"kfood pairs of one class within {series.WINDOW} numbers, by overlap (the closest 30; overlap, inliers):")
+  print(f"kfood pairs of one class within {series.WINDOW} numbers, by overlap (the closest 30; "
+        "overlap, inliers):")
   for value, count, same, a, b in result["kfood_pairs_within_window"][:30]:
     print(f"  {value:.3f} {count:3d} {'series ' if same else 'apart  '} {a} ~ {b}")
   print("copies beside their original (overlap min, median; inliers min, median):",

@@ -12,13 +12,9 @@ from collections.abc import Callable, Iterator
 import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
-from tensorflow_datasets.core.download import checksums
-
-# Not exported as `tfds.download.NonMatchingChecksumError` in tfds 4.9.10.
-from tensorflow_datasets.core.download.download_manager import NonMatchingChecksumError
-from tensorflow_datasets.core.download.resource import get_dl_fname
 
 from flowers_dataset.attributions import parse_attributions
+from photo_datasets import tfds_private
 from photo_datasets.building import builder, generation
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images
@@ -29,14 +25,16 @@ _URL = "http://download.tensorflow.org/example_images/flower_photos.tgz"
 _LABELS = ("dandelion", "daisy", "tulips", "sunflowers", "roses")
 _FOLDER = "flower_photos"
 _ARCHIVE = "flower_photos.tgz"
-# What the archive's LICENSE.txt says; goes to dataset_info.json, LICENSE and croissant.json of every build.
+# What the archive's LICENSE.txt says; goes to dataset_info.json, LICENSE and croissant.json of
+# every build.
 _LICENSE = (
-    "Each photo: Creative Commons Attribution 2.0 (CC BY 2.0, https://creativecommons.org/licenses/by/2.0/), "
-    "by its photographer, as the LICENSE.txt of TensorFlow's flower_photos.tgz states. The `attribution` "
-    "feature holds each photo's credit line from that file (\"CC-BY by <author> - <url>\"; empty where it "
-    "names none): credit the photographer wherever a photo is used.")
+    "Each photo: Creative Commons Attribution 2.0 (CC BY 2.0, "
+    "https://creativecommons.org/licenses/by/2.0/), by its photographer, as the LICENSE.txt of "
+    "TensorFlow's flower_photos.tgz states. The `attribution` feature holds each photo's credit "
+    "line from that file (\"CC-BY by <author> - <url>\"; empty where it names none): credit the "
+    "photographer wherever a photo is used.")
 # Seconds to wait for download.tensorflow.org before saying the machine is offline
-# (TFDS's own downloader retries for about 200 s).
+# (TFDS's own downloader retries for about 200 s; docs/building.md).
 _REACH_TIMEOUT = 5
 
 
@@ -51,33 +49,55 @@ def _unreachable(url: str) -> OSError | None:
 
 
 def flickr_id(file_name: str) -> int | None:
-  """The Flickr photo id that starts a file's name (`<id>_<secret>[_<size>].jpg`): Flickr numbers uploads
-  in time, so it is the order a photographer's shots were uploaded in. None for another name."""
+  """The Flickr photo id that starts a file's name (`<id>_<secret>[_<size>].jpg`): Flickr
+  numbers uploads in time, so it is the order a photographer's shots were uploaded in. None for
+  another name."""
   head = file_name.rsplit("/", 1)[-1].split("_", 1)[0]
   return int(head) if head.isdigit() else None
 
 
 class Builder(builder.PhotoBuilder[epath.Path]):
-  """The 3,670 TensorFlow flower photos in 5 classes."""
+  """The 3,670 TensorFlow flower photos in 5 classes.
+
+  The archive is downloaded from download.tensorflow.org and checked against its
+  registered size and SHA-256; offline, it or its extracted folder is read from
+  the manual dir (`MANUAL_DOWNLOAD_INSTRUCTIONS`). Configs: `224` (the default)
+  or any other square size stores each photo centre-cropped and resized; `full`
+  stores it at source size. Each example credits its photographer
+  (`attribution`).
+
+  Args:
+    workers: processes for the per-photo work of a build (`PhotoBuilder`);
+      TFDS's own arguments (`config`, `data_dir`, ...) as for any builder.
+
+  `download_and_prepare` raises `ValueError` when the archive cannot be
+  downloaded and none is at hand, or when it does not match its checksum,
+  saying where to put it.
+  """
 
   VERSION = tfds.core.Version("1.6.0")
   RELEASE_NOTES = {
       "1.0.0": "Initial release.",
-      "1.1.0": "Splits may change: photos of one class close in their Flickr id (upload order) that show "
-               "one scene now share one split (docs/splits.md); `metadata['series']` lists them.",
-      "1.2.0": "Splits may change: series are found by colour and, where colour cannot decide, by keypoints "
-               "that fit one geometry (docs/splits.md).",
-      "1.3.0": "Splits may change: the keypoints of a photo much wider than high (or higher than wide) are "
-               "found on at least 128 px of its shorter side, so its close-ups join it (docs/splits.md).",
-      "1.4.0": "Splits may change: keypoints are found on 288 px of a photo's longer side, not 224, and a "
-               "zoom's inliers are judged by their spread in both shots, so a close-up of a plain dish, or of "
-               "one side of the plate, joins its whole photo (docs/splits.md).",
-      "1.5.0": "Same examples and splits as 1.4.0; the record files' bytes change: every record is "
-               "serialised deterministically, so the same download gives the same files in every build, and "
-               "the metadata keeps a fingerprint of them (`python -m photo_datasets.verify`; docs/building.md).",
-      "1.6.0": "Splits may change: within the window of neighbours geometry decides: enough keypoints "
-               "that fit one change of viewpoint (a homography) join two shots whatever their colours, "
-               "so a second shot in other light or from another angle joins its first (docs/splits.md).",
+      "1.1.0": "Splits may change: photos of one class close in their Flickr id (upload order) "
+               "that show one scene now share one split (docs/splits.md); `metadata['series']` "
+               "lists them.",
+      "1.2.0": "Splits may change: series are found by colour and, where colour cannot decide, "
+               "by keypoints that fit one geometry (docs/splits.md).",
+      "1.3.0": "Splits may change: the keypoints of a photo much wider than high (or higher than "
+               "wide) are found on at least 128 px of its shorter side, so its close-ups join it "
+               "(docs/splits.md).",
+      "1.4.0": "Splits may change: keypoints are found on 288 px of a photo's longer side, not "
+               "224, and a zoom's inliers are judged by their spread in both shots, so a close-up "
+               "of a plain dish, or of one side of the plate, joins its whole photo "
+               "(docs/splits.md).",
+      "1.5.0": "Same examples and splits as 1.4.0; the record files' bytes change: every record "
+               "is serialised deterministically, so the same download gives the same files in "
+               "every build, and the metadata keeps a fingerprint of them "
+               "(`python -m photo_datasets.verify`; docs/building.md).",
+      "1.6.0": "Splits may change: within the window of neighbours geometry decides: enough "
+               "keypoints that fit one change of viewpoint (a homography) join two shots whatever "
+               "their colours, so a second shot in other light or from another angle joins its "
+               "first (docs/splits.md).",
   }
   DOWNLOADS_ITS_SOURCE = True
   MANUAL_DOWNLOAD_INSTRUCTIONS = f"""
@@ -110,7 +130,7 @@ class Builder(builder.PhotoBuilder[epath.Path]):
       raise ValueError(self._no_download_message(error, dl_manager))
     try:
       return dl_manager.download_and_extract(_URL) / _FOLDER
-    except NonMatchingChecksumError as e:
+    except tfds_private.NonMatchingChecksumError as e:
       raise ValueError(
           f"{_ARCHIVE} does not match its registered size and SHA-256 "
           f"(checksums/flowers_dataset.tsv): {e}\nReplace it with the original "
@@ -119,22 +139,25 @@ class Builder(builder.PhotoBuilder[epath.Path]):
     except OSError as e:  # Includes the connection errors of an offline machine.
       raise ValueError(self._no_download_message(e, dl_manager)) from e
 
-  def _archive_at_hand(self, dl_manager: tfds.download.DownloadManager, manual_dir: epath.Path | None) -> bool:
+  def _archive_at_hand(self, dl_manager: tfds.download.DownloadManager,
+                       manual_dir: epath.Path | None) -> bool:
     """Whether TFDS can do without the network: the archive is in the manual
     dir or was downloaded before (where TFDS's download manager keeps it)."""
     if manual_dir and (manual_dir / _ARCHIVE).exists():
       return True
-    registered = checksums.load_url_infos(self._checksums_path)[_URL]
-    name = get_dl_fname(_URL, registered.checksum)
+    registered = tfds_private.load_url_infos(self._checksums_path)[_URL]
+    name = tfds_private.download_file_name(_URL, registered.checksum)
     download_dir = epath.Path(dl_manager.download_dir)
     return any((folder / name).exists() for folder in (download_dir / self.name, download_dir))
 
-  def _no_download_message(self, error: Exception, dl_manager: tfds.download.DownloadManager) -> str:
+  def _no_download_message(self, error: Exception,
+                          dl_manager: tfds.download.DownloadManager) -> str:
     default = os.path.join(os.fspath(dl_manager.download_dir), "manual")
     return (f"Could not download {_URL} ({type(error).__name__}: {error}).\n"
-            f"Offline, put `{_ARCHIVE}` or an extracted `{_FOLDER}/` folder in a manual dir: the folder given "
-            f"as `tfds build {self.name} --manual_dir DIR` (or `download_config=tfds.download.DownloadConfig("
-            f"manual_dir=DIR)`), or else TFDS's default manual dir, {default}, which `tfds.load` also reads.\n"
+            f"Offline, put `{_ARCHIVE}` or an extracted `{_FOLDER}/` folder in a manual dir: the "
+            f"folder given as `tfds build {self.name} --manual_dir DIR` (or "
+            f"`download_config=tfds.download.DownloadConfig(manual_dir=DIR)`), or else TFDS's "
+            f"default manual dir, {default}, which `tfds.load` also reads.\n"
             f"{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
 
   def _list_source(self, source: epath.Path, report: BuildReport) -> Iterator[Candidate]:

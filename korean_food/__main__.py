@@ -1,4 +1,5 @@
-"""`python -m korean_food repair kfood.zip`: puts a kfood.zip joined in name order in order, in place."""
+"""`python -m korean_food repair kfood.zip`: puts a kfood.zip joined in name order in order,
+in place."""
 
 from __future__ import annotations
 

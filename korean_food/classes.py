@@ -27,12 +27,24 @@ class FoodClass:
 
 @functools.cache
 def food_classes() -> tuple[FoodClass, ...]:
-  """All 150 classes in label order."""
+  """All 150 classes in label order, read from `classes.tsv` once.
+
+  Returns:
+    The `FoodClass` of each label id, at its index, with its `name` (Korean,
+    NFC), `super_category`, `english_name` and ASCII `slug`: `food_classes()[0]`
+    is 갈비구이, "Grilled Short Ribs", `galbi_gui`.
+
+  Raises:
+    ValueError: `classes.tsv` is malformed (a row without the header's columns,
+      a value of the wrong type, rows not numbered 0, 1, 2, ... in order, or a
+      class name twice).
+  """
   with CLASSES_FILE.open(encoding="utf-8", newline="") as f:
     rows = list(csv.DictReader(f, delimiter="\t"))
   for line, row in enumerate(rows, start=2):
     if None in row.values() or None in row:
-      raise ValueError(f"{CLASSES_FILE} is malformed: line {line} does not have the 5 columns of the header")
+      raise ValueError(f"{CLASSES_FILE} is malformed: line {line} does not have the 5 columns "
+                       f"of the header")
   try:
     classes = tuple(
         FoodClass(int(r["index"]), nfc(r["name"]), nfc(r["super_category"]),
@@ -41,7 +53,8 @@ def food_classes() -> tuple[FoodClass, ...]:
     raise ValueError(f"{CLASSES_FILE} is malformed: {type(e).__name__}: {e}") from None
   indices = [c.index for c in classes]
   if indices != list(range(len(classes))):
-    raise ValueError(f"{CLASSES_FILE}: rows must be numbered 0, 1, 2, ... in order, got {indices[:10]}...")
+    raise ValueError(f"{CLASSES_FILE}: rows must be numbered 0, 1, 2, ... in order, "
+                     f"got {indices[:10]}...")
   if len({c.name for c in classes}) != len(classes):
     raise ValueError(f"{CLASSES_FILE}: class names must be unique")
   return classes

@@ -3,12 +3,11 @@
 The manual dir may hold `kfood.zip` (27 inner zips, stored uncompressed), some
 of the inner `<group>.zip` files, or an extracted tree at any depth, or a mix.
 Stored zip members, inner zips included, are read in place through a window
-on the outer file (`zips.Window`); nothing is extracted. A
-compressed inner zip, as a user's re-zipping may produce, is copied to a
-temporary file first. The download's other forms (pieces named by offset,
-`download.tar`, a zip joined in name order) are read through
-`download.Archive`s as one file; a worker reads a photo in its piece unless
-it straddles two.
+on the outer file (`zips.Window`); nothing is extracted. A compressed inner
+zip, as a user's re-zipping may produce, is copied to a temporary file first.
+The download's other forms (pieces named by offset, `download.tar`, a zip
+joined in name order) are read through `download.Archive`s as one file; a
+worker reads a photo in its piece unless it straddles two.
 
 A damaged archive is skipped with the reason, never fatal: a zip that
 cannot be opened or holds no file, and a member whose directory entry is
@@ -28,7 +27,7 @@ import os
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import IO
 
 from korean_food import download
@@ -167,14 +166,17 @@ def _member_parts(name: str) -> tuple[str, ...]:
 def _member_span(info: zipfile.ZipInfo, disk: tuple[PiecedFile, int] | None) -> Span | None:
   """Where a worker reads the member: in the file (or the piece) that holds
   all of it; None where it straddles two pieces (the listing reads it)."""
-  if disk is None or info.compress_type not in zips.READABLE_METHODS or info.flag_bits & zips.ENCRYPTED_FLAG:
+  if (disk is None or info.compress_type not in zips.READABLE_METHODS
+      or info.flag_bits & zips.ENCRYPTED_FLAG):
     return None
   file, start = disk
   offset = start + info.header_offset
   # The local header's extra field may differ from the directory's: with a
   # margin, then exactly where the margin crosses a piece's end.
-  size = zips.LOCAL.size + len(info.orig_filename.encode("utf-8")) + len(info.extra) + info.compress_size
-  place = file.locate(offset, size + 1024) if len(file.extents) > 1 else (file.extents[0].path, offset)
+  size = (zips.LOCAL.size + len(info.orig_filename.encode("utf-8")) + len(info.extra)
+          + info.compress_size)
+  place = (file.locate(offset, size + 1024) if len(file.extents) > 1
+           else (file.extents[0].path, offset))
   if place is None:
     data = zips.data_start(file, offset)
     place = None if data is None else file.locate(offset, data - offset + info.compress_size)
@@ -183,29 +185,39 @@ def _member_span(info: zipfile.ZipInfo, disk: tuple[PiecedFile, int] | None) -> 
   return Span(place[0], place[1], info.compress_size, info.compress_type, info.CRC, info.file_size)
 
 
-def walk(root: str | os.PathLike[str], first: Callable[[str], bool] = lambda name: False,
-         archives: Sequence[download.Archive] | None = None) -> Iterator[tuple[CorpusFile, Read]]:
-  """Yields every file under `root` (zips opened) with a function reading it.
+def walk(source: download.Download | str | os.PathLike[str],
+         first: Callable[[str], bool] = lambda name: False) -> Iterator[tuple[CorpusFile, Read]]:
+  """Yields every file of the manual dir, zips opened, with a function reading it.
 
-  In each folder and archive, the files whose name `first` accepts come
-  first (the crop files, so that the photos after them have their boxes).
-  The download's zips held in pieces, in a tar or joined out of order are
-  read as `archives` say (default: `download.find(root)`, which raises
-  `download.DownloadError` for an incomplete download).
+  Folders come depth first, subfolders in name order, and a folder's files by
+  name; a zip's members in archive order, the files of a zip inside it where
+  that zip lies. Nothing is extracted.
 
-  A zip that cannot be opened or holds no file is yielded itself, with its
-  `problem`; so is a member its zip was opened without. The reader is valid
-  until the next file is yielded.
+  Args:
+    source: the manual dir as `download.locate` found it, or its path (then
+      located here).
+    first: in each folder and archive, the files whose name it accepts come
+      first (the crop files, so that the photos after them have their boxes).
+
+  Yields:
+    `(file, read)` pairs: the `CorpusFile` and a function of no argument
+    returning its bytes, valid until the next pair is yielded. The download's
+    zips held in pieces, in a tar or joined out of order are read as
+    `source.archives` say. A zip that cannot be opened or holds no file is
+    yielded itself, with its `problem`; so is a member its zip was opened
+    without.
+
+  Raises:
+    download.DownloadError: `source` is a path to an incomplete download.
   """
-  root = os.fspath(root)
-  archives = download.find(root) if archives is None else archives
-  covered = {path for archive in archives for path in archive.covers}
+  if not isinstance(source, download.Download):
+    source = download.locate(source)
+  covered = {path for archive in source.archives for path in archive.covers}
   starts: dict[str, list[download.Archive]] = {}
-  for archive in archives:
+  for archive in source.archives:
     starts.setdefault(archive.covers[0], []).append(archive)
-  for dirpath, dirnames, filenames in os.walk(root):
-    dirnames.sort()
-    rel = os.path.relpath(dirpath, root)
+  for dirpath, filenames in source.folders:
+    rel = os.path.relpath(dirpath, source.root)
     folder = () if rel == "." else tuple(disk_name(p) for p in rel.split(os.sep))
     for file in sorted(filenames, key=lambda name: (not first(name), name)):
       path = os.path.join(dirpath, file)
@@ -218,7 +230,8 @@ def walk(root: str | os.PathLike[str], first: Callable[[str], bool] = lambda nam
           yield from _walk_top(f, size, folder + (disk_name(file),), (path,), first,
                                (whole_file(path, size), 0))
       else:
-        corpus_file = CorpusFile(folder + (disk_name(file),), (path,), span=Span(path), size=os.path.getsize(path))
+        corpus_file = CorpusFile(folder + (disk_name(file),), (path,), span=Span(path),
+                                 size=os.path.getsize(path))
         yield corpus_file, functools.partial(_read_file, path)
 
 
@@ -252,9 +265,14 @@ def _read_file(path: str) -> bytes:
 
 
 class Reader:
-  """Reads files by location, keeping the zips on the current path open.
+  """Reads a file of the corpus back by its `CorpusFile.location`: the
+  builder's `READER` (a `generation.Reader`).
 
-  Read in location order, each archive is opened once.
+  A context manager: `read(location)` returns the file's bytes, keeping the
+  zips on its path open for the next read, and leaving the context closes
+  them. Read in location order, each archive is opened once. `read` raises
+  `OSError` for a file that cannot be read (missing, truncated, or larger than
+  `zips.MAX_MEMBER_SIZE`) and `zipfile.BadZipFile` for a damaged zip or member.
   """
 
   def __init__(self) -> None:

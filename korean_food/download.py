@@ -28,6 +28,7 @@ import dataclasses
 import functools
 import os
 import re
+from collections.abc import Iterable
 
 from korean_food import incomplete, name_order
 from korean_food.incomplete import DOWNLOAD_COMMAND as DOWNLOAD_COMMAND
@@ -60,13 +61,19 @@ class Archive:
     return pieced.PiecedFile(list(self.extents))
 
 
+# A folder of the manual dir and the names of the files in it.
+Folder = tuple[str, tuple[str, ...]]
+
+
 @dataclasses.dataclass(frozen=True)
 class Download(os.PathLike[str]):
-  """The manual dir with the download's zips found in it (`locate`): the
-  builder's source, searched once per build and handed to the listing."""
+  """The manual dir, its folders and the download's zips found in them
+  (`locate`): the builder's source, walked once per build and handed to the
+  listing (`corpus.walk`)."""
 
   root: str
   archives: tuple[Archive, ...]
+  folders: tuple[Folder, ...]  # Every folder, subfolders in name order, its files sorted.
 
   def __fspath__(self) -> str:
     return self.root
@@ -76,35 +83,61 @@ class Download(os.PathLike[str]):
 
 
 def locate(root: str | os.PathLike[str]) -> Download:
-  """The manual dir `root` and its download's zips (`find`); raises `DownloadError` for an incomplete download."""
-  return Download(os.fspath(root), tuple(find(root)))
+  """Finds AIHub's download in the manual dir `root`, in any form it arrives in.
+
+  Walks `root` once and checks each zip of the download held in pieces, in a
+  `download.tar` or joined in name order (the forms this module's docstring
+  lists); nothing is joined, extracted or copied.
+
+  Args:
+    root: the manual dir, holding the download in any form and at any depth.
+
+  Returns:
+    A `Download`: `root`, its folders (subfolders in name order, files sorted)
+    and the download's zips as `Archive`s, for `corpus.walk`. A second copy of
+    one zip (a tar and its untarred pieces) is read once.
+
+  Raises:
+    DownloadError: the download is incomplete (a cut transfer, a missing or
+      short piece, a piece lost with a damaged `download.tar` header); the
+      message names what is missing and what arrived whole.
+  """
+  folders = []
+  for folder, dirs, files in os.walk(os.fspath(root)):
+    dirs.sort()
+    folders.append((folder, tuple(sorted(files))))
+  return Download(os.fspath(root), tuple(_archives(folders)), tuple(folders))
 
 
 # ---------------------------------------------------------------------------
 # Pieces, on disk or in a tar.
 
 
-def _archive(location: str, base: str, pieces: list[incomplete.Piece], covers: tuple[str, ...]) -> Archive:
+def _archive(location: str, base: str, pieces: list[incomplete.Piece],
+             covers: tuple[str, ...]) -> Archive:
   incomplete.check_pieces(base, pieces)
   archive = Archive(location, tuple(p.extent for p in pieces), covers)
-  incomplete.check_whole(archive.extents, base, f"{len(pieces)} pieces in {os.path.dirname(location)}")
+  incomplete.check_whole(archive.extents, base,
+                         f"{len(pieces)} pieces in {os.path.dirname(location)}")
   return archive
 
 
-def _in_offset_order(groups: dict[str, list[incomplete.Piece]]) -> dict[str, list[incomplete.Piece]]:
+def _in_offset_order(groups: dict[str, list[incomplete.Piece]],
+                     ) -> dict[str, list[incomplete.Piece]]:
   """Each zip's pieces in offset order: the one place they are ordered."""
   return {base: sorted(pieces, key=lambda p: p.offset) for base, pieces in sorted(groups.items())}
 
 
-def _disk_pieces(folder: str) -> dict[str, list[incomplete.Piece]]:
-  """The pieces in `folder` by zip name, in offset order."""
+def _disk_pieces(folder: str,
+                 names: Iterable[str] | None = None) -> dict[str, list[incomplete.Piece]]:
+  """The pieces among the files `names` of `folder` (default: all), by zip name, in offset order."""
   groups: dict[str, list[incomplete.Piece]] = {}
-  for name in os.listdir(folder):
+  for name in os.listdir(folder) if names is None else names:
     match = PIECE.match(name)
     path = os.path.join(folder, name)
     if match and os.path.isfile(path):
-      groups.setdefault(match["base"], []).append(
-          incomplete.Piece(path, int(match["offset"]), pieced.Extent(path, 0, os.path.getsize(path))))
+      groups.setdefault(match["base"], []).append(incomplete.Piece(
+          path, int(match["offset"]), pieced.Extent(path, 0, os.path.getsize(path))))
   return _in_offset_order(groups)
 
 
@@ -121,7 +154,8 @@ def _tar_pieces(path: str) -> tuple[dict[str, list[incomplete.Piece]], tars.List
     if match and member.isfile():
       key = f"{folder}/{match['base']}" if folder else match["base"]
       extent = tars.extent(path, member, cut.tar_size if cut else member.offset_data + member.size)
-      groups.setdefault(key, []).append(incomplete.Piece(f"{path}/{member.name}", int(match["offset"]), extent))
+      groups.setdefault(key, []).append(
+          incomplete.Piece(f"{path}/{member.name}", int(match["offset"]), extent))
   return _in_offset_order(groups), listing
 
 
@@ -155,16 +189,25 @@ def is_tar(name: str) -> bool:
 
 def find(root: str | os.PathLike[str]) -> list[Archive]:
   """Every zip under `root` held as pieces, in a tar or joined in name order,
-  checked; raises `DownloadError` for an incomplete download. A second copy
-  of one zip (a tar and its untarred pieces) gets no extents, and a note."""
+  checked (`locate`'s archives). A second copy of one zip (a tar and its
+  untarred pieces) gets no extents, and a note.
+
+  Raises:
+    DownloadError: the download is incomplete.
+  """
+  return list(locate(root).archives)
+
+
+def _archives(folders: Iterable[Folder]) -> list[Archive]:
+  """`find` over the folders of a walk."""
   plain: dict[tuple[str, int], str] = {}  # (name, size) -> a zip on disk that reads in place.
   archives: list[Archive] = []  # Joined out of order, then pieces on disk, then in tars.
   from_pieces: list[Archive] = []
-  for folder, dirs, files in os.walk(os.fspath(root)):
-    dirs.sort()
-    for base, pieces in _disk_pieces(folder).items():
-      from_pieces.append(_archive(pieces[0].name, base, pieces, tuple(sorted(p.name for p in pieces))))
-    for name in sorted(files):
+  for folder, files in folders:
+    for base, pieces in _disk_pieces(folder, files).items():
+      from_pieces.append(_archive(pieces[0].name, base, pieces,
+                                  tuple(sorted(p.name for p in pieces))))
+    for name in files:
       path = os.path.join(folder, name)
       if name.lower().endswith(".zip"):
         joined = examine(path)
@@ -180,7 +223,8 @@ def find(root: str | os.PathLike[str]) -> list[Archive]:
     key = (zip_name(archive.location).lower(), archive.size)
     if key in read:  # The tar and the pieces untarred from it, say.
       archive = dataclasses.replace(archive, extents=(), note=(
-          f"{archive.location} holds the same {zip_name(archive.location)} as {read[key]}: read once"))
+          f"{archive.location} holds the same {zip_name(archive.location)} as {read[key]}: "
+          "read once"))
     else:
       read[key] = archive.location
     kept.append(archive)
@@ -215,7 +259,8 @@ def _examine(path: str, size: int, mtime_ns: int) -> Archive | str | None:
     # group zips skipped.
     if incomplete.is_download(f, size) and (problem.startswith("no end record")
                                             or incomplete.runs_to_end(f, size)):
-      raise incomplete.DownloadError(incomplete.cut_message(path, "joined", size, incomplete.whole_groups(f, size)))
+      raise incomplete.DownloadError(incomplete.cut_message(path, "joined", size,
+                                                            incomplete.whole_groups(f, size)))
   return problem
 
 
@@ -247,7 +292,8 @@ def open_archive(location: str) -> str | pieced.PiecedFile:
   if os.path.isfile(location):
     match = PIECE.match(os.path.basename(location))
     if match:
-      return pieced.PiecedFile([p.extent for p in _disk_pieces(os.path.dirname(location))[match["base"]]])
+      return pieced.PiecedFile(
+          [p.extent for p in _disk_pieces(os.path.dirname(location))[match["base"]]])
     archive = examine(location)
     return archive.open() if archive else location
   tar, member = location, ""

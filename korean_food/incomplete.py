@@ -22,7 +22,13 @@ _CHECKED_MEMBERS, CHECKED_GROUP_MEMBERS = 1000, 64
 
 
 class DownloadError(ValueError):
-  """The download is incomplete: refused before the scan, saying what to do."""
+  """The download is incomplete: refused before the scan, saying what to do.
+
+  Raised (as `korean_food.download.DownloadError`) for a cut transfer, a
+  missing or short piece, or a `download.tar` whose damaged header lost a
+  piece. Its message names what is missing or where the transfer stopped, the
+  group zips that arrived whole, and the command that downloads it again.
+  """
 
 
 def is_download(f: zips.Seekable, size: int) -> bool:
@@ -71,8 +77,10 @@ class Piece:
 
 
 def check_pieces(base: str, pieces: list[Piece]) -> None:
-  """Each piece (in offset order) starts where the one before it ended; else name what is missing or short."""
-  piece_size = math.gcd(*(p.offset for p in pieces))  # Pieces are named by offset: a multiple of their size.
+  """Each piece (in offset order) starts where the one before it ended; else name what is
+  missing or short."""
+  # Pieces are named by offset: a multiple of their size.
+  piece_size = math.gcd(*(p.offset for p in pieces))
   problems, bad = [], set()
   expected = 0
   for i, piece in enumerate(pieces):
@@ -81,8 +89,8 @@ def check_pieces(base: str, pieces: list[Piece]) -> None:
       problems.append(f"{base}.part{expected} (bytes {expected:,}–{end - 1:,}) is missing")
       expected = end
     if piece.offset < expected:
-      problems.append(f"{piece.name} overlaps the piece before it (it starts at byte {piece.offset:,}, "
-                      f"the one before ends at byte {expected - 1:,})")
+      problems.append(f"{piece.name} overlaps the piece before it (it starts at byte "
+                      f"{piece.offset:,}, the one before ends at byte {expected - 1:,})")
       bad.add(piece.name)
     following = pieces[i + 1].offset if i + 1 < len(pieces) else None
     should = min(piece_size, following - piece.offset) if following is not None else None
@@ -103,7 +111,7 @@ def check_pieces(base: str, pieces: list[Piece]) -> None:
 
 @functools.lru_cache(maxsize=16)
 def _problem(extents: tuple[pieced.Extent, ...], stamps: tuple[tuple[int, int], ...]) -> str | None:
-  """`_agrees` of the extents read as one file, once per state of the files (`stamps`)."""
+  """`problem_of` of the extents read as one file, once per state of the files (`stamps`)."""
   with pieced.PiecedFile(list(extents)) as f:
     return problem_of(f, f.size)
 
@@ -113,29 +121,33 @@ def _stamps(paths: Iterable[str]) -> tuple[tuple[int, int], ...]:
 
 
 def check_whole(extents: tuple[pieced.Extent, ...], name: str, form: str) -> None:
-  """The zip read through `extents` is whole; else name what is wrong (a cut transfer: what arrived whole)."""
+  """The zip read through `extents` is whole; else name what is wrong (a cut transfer: what
+  arrived whole)."""
   problem = _problem(extents, _stamps(sorted({e.path for e in extents})))
   if problem is None:
     return
   with pieced.PiecedFile(list(extents)) as f:
     if problem.startswith("no end record"):
       raise DownloadError(cut_message(name, form, f.size, whole_groups(f, f.size)))
-    raise DownloadError(f"{name} ({form}, {f.size:,} bytes): the pieces fit by their names, but the zip "
-                        f"does not: {problem}. Download it again ({DOWNLOAD_COMMAND}).")
+    raise DownloadError(f"{name} ({form}, {f.size:,} bytes): the pieces fit by their names, "
+                        f"but the zip does not: {problem}. Download it again "
+                        f"({DOWNLOAD_COMMAND}).")
 
 
 def cut_message(name: str, form: str, size: int, whole: list[str]) -> str:
   arrived = (f"The group zips that arrived whole: {', '.join(whole)} ({len(whole)} of 27)."
              if whole else "No group zip arrived whole.")
-  return (f"{name} ({form}) ends at {size:,} bytes without the zip's end record: the transfer was cut "
-          f"(the whole kfood.zip is about 16 GB). Download it again ({DOWNLOAD_COMMAND}); if you "
-          f"called AIHub's API yourself and kept download.tar, `curl -C -` with the same request "
-          f"continues it where it stopped, if the server allows. {arrived}")
+  return (f"{name} ({form}) ends at {size:,} bytes without the zip's end record: the "
+          f"transfer was cut (the whole kfood.zip is about 16 GB). Download it again "
+          f"({DOWNLOAD_COMMAND}); if you called AIHub's API yourself and kept download.tar, "
+          f"`curl -C -` with the same request continues it where it stopped, if the server "
+          f"allows. {arrived}")
 
 
 def cut_tar(path: str, groups: dict[str, list[Piece]], cut: tars.Cut) -> DownloadError:
-  """A cut tar named as such, whatever its members' order: where it stops, the pieces that arrived whole, and
-  the group zips whole in the bytes that arrived in one run from the zip's start."""
+  """A cut tar named as such, whatever its members' order: where it stops, the pieces that
+  arrived whole, and the group zips whole in the bytes that arrived in one run from the zip's
+  start."""
   where = (f"in its member {cut.member} ({cut.arrived:,} of its {cut.size:,} bytes)" if cut.member
            else f"in the header after {cut.after}" if cut.after else "in its first header")
   whole = [p.name.rsplit("/", 1)[-1] for pieces in groups.values() for p in pieces
@@ -151,12 +163,13 @@ def cut_tar(path: str, groups: dict[str, list[Piece]], cut: tars.Cut) -> Downloa
   if run:
     with pieced.PiecedFile(run) as f:
       found = whole_groups(f, f.size)
-    groups_line = (f" The group zips that arrived whole: {', '.join(found)} ({len(found)} of 27)." if found
-                   else " No group zip arrived whole.")
+    groups_line = (f" The group zips that arrived whole: {', '.join(found)} ({len(found)} of 27)."
+                   if found else " No group zip arrived whole.")
   return DownloadError(
-      f"{path} is cut: it ends at byte {cut.tar_size:,}, {where}, so the transfer was cut (the whole download "
-      f"is about 16 GB). {arrived} Download it again ({DOWNLOAD_COMMAND}); if you called AIHub's API yourself, "
-      f"`curl -C -` with the same request continues download.tar where it stopped, if the server allows."
+      f"{path} is cut: it ends at byte {cut.tar_size:,}, {where}, so the transfer was cut "
+      f"(the whole download is about 16 GB). {arrived} Download it again "
+      f"({DOWNLOAD_COMMAND}); if you called AIHub's API yourself, `curl -C -` with the same "
+      f"request continues download.tar where it stopped, if the server allows."
       + groups_line)
 
 

@@ -20,42 +20,61 @@ _HOMEPAGE = "https://aihub.or.kr/aihubdata/data/view.do?dataSetSn=79"
 # Goes to dataset_info.json, LICENSE and croissant.json of every build.
 _LICENSE = (
     f"AIHub's terms of use apply: see https://aihub.or.kr and the dataset's page, {_HOMEPAGE}. "
-    "They forbid redistribution: neither the photos nor files built from them (these TFRecords) may be "
-    "published or passed on; every user applies for the corpus on AIHub and downloads it from there.")
+    "They forbid redistribution: neither the photos nor files built from them (these "
+    "TFRecords) may be published or passed on; every user applies for the corpus on AIHub "
+    "and downloads it from there.")
 
 
 class Builder(builder.PhotoBuilder[download.Download]):
-  """150 Korean dishes in 27 groups, 150,513 web photos, with crop boxes."""
+  """150 Korean dishes in 27 groups, 150,513 web photos, with crop boxes.
+
+  The corpus is downloaded by hand from AIHub (`MANUAL_DOWNLOAD_INSTRUCTIONS`,
+  docs/downloads.md) and read from the manual dir as it arrived. Configs: `224`
+  (the default) or any other square size stores each photo centre-cropped and
+  resized; `full` stores it at source size with its crop box (`bbox`, `has_bbox`).
+
+  Args:
+    workers: processes for the per-photo work of a build (`PhotoBuilder`);
+      TFDS's own arguments (`config`, `data_dir`, ...) as for any builder.
+
+  `download_and_prepare` raises `korean_food.download.DownloadError` (a
+  `ValueError`) before the scan when the download is incomplete (a cut transfer,
+  a missing or short piece), naming what is missing.
+  """
 
   VERSION = tfds.core.Version("1.6.0")
   RELEASE_NOTES = {
       "1.0.0": "Initial release.",
-      "1.1.0": "Splits change: a blog's several shots of one dish (photos close in their `Img_XXX_YYYY` "
-               "number that show one scene) now share one split, so no test photo shows a scene seen in "
-               "training (docs/splits.md); `metadata['series']` lists them.",
-      "1.2.0": "Splits change: series are found by colour and, where colour cannot decide, by keypoints "
-               "that fit one geometry, so a close-up joins its whole plate and another cook's plate of "
-               "the same colours stays apart (docs/splits.md).",
-      "1.3.0": "Splits may change: the keypoints of a photo much wider than high (a collage of shots side by "
-               "side) or higher than wide are found on at least 128 px of its shorter side, so its close-ups "
-               "join it (docs/splits.md).",
-      "1.4.0": "Splits may change: keypoints are found on 288 px of a photo's longer side, not 224, and a "
-               "zoom's inliers are judged by their spread in both shots, so a close-up of a plain dish, or of "
-               "one side of the plate, joins its whole photo (docs/splits.md).",
-      "1.5.0": "Same examples and splits as 1.4.0 from an intact download; the record files' bytes change: "
-               "every record is serialised deterministically, so the same download gives the same files in "
-               "every build, and the metadata keeps a fingerprint of them (`python -m photo_datasets.verify`; "
-               "docs/building.md). A damaged download keeps more photos: a zip with ZIP64 end records beside "
-               "normal classic fields is read, and a group zip with one damaged directory entry loses that "
-               "photo only (docs/downloads.md#damaged-archives).",
-      "1.6.0": "Splits may change: within the window of neighbours geometry decides: enough keypoints "
-               "that fit one change of viewpoint (a homography) join two shots whatever their colours, "
-               "so a second shot in other light or from another angle joins its first (docs/splits.md).",
+      "1.1.0": "Splits change: a blog's several shots of one dish (photos close in their "
+               "`Img_XXX_YYYY` number that show one scene) now share one split, so no test photo "
+               "shows a scene seen in training (docs/splits.md); `metadata['series']` lists them.",
+      "1.2.0": "Splits change: series are found by colour and, where colour cannot decide, by "
+               "keypoints that fit one geometry, so a close-up joins its whole plate and another "
+               "cook's plate of the same colours stays apart (docs/splits.md).",
+      "1.3.0": "Splits may change: the keypoints of a photo much wider than high (a collage of "
+               "shots side by side) or higher than wide are found on at least 128 px of its "
+               "shorter side, so its close-ups join it (docs/splits.md).",
+      "1.4.0": "Splits may change: keypoints are found on 288 px of a photo's longer side, not "
+               "224, and a zoom's inliers are judged by their spread in both shots, so a close-up "
+               "of a plain dish, or of one side of the plate, joins its whole photo "
+               "(docs/splits.md).",
+      "1.5.0": "Same examples and splits as 1.4.0 from an intact download; the record files' "
+               "bytes change: every record is serialised deterministically, so the same download "
+               "gives the same files in every build, and the metadata keeps a fingerprint of them "
+               "(`python -m photo_datasets.verify`; docs/building.md). A damaged download keeps "
+               "more photos: a zip with ZIP64 end records beside normal classic fields is read, "
+               "and a group zip with one damaged directory entry loses that photo only "
+               "(docs/downloads.md#damaged-archives).",
+      "1.6.0": "Splits may change: within the window of neighbours geometry decides: enough "
+               "keypoints that fit one change of viewpoint (a homography) join two shots whatever "
+               "their colours, so a second shot in other light or from another angle joins its "
+               "first (docs/splits.md).",
   }
   READER = corpus.Reader
   REPORT_NOTE = (
-      "Private: AIHub's terms forbid passing the photos on, and this page's thumbnails are made from them. "
-      "A report page of korean_food with thumbnails is as private as the photos: do not publish or share it.")
+      "Private: AIHub's terms forbid passing the photos on, and this page's thumbnails are made "
+      "from them. A report page of korean_food with thumbnails is as private as the photos: do "
+      "not publish or share it.")
   MANUAL_DOWNLOAD_INSTRUCTIONS = """
   AIHub's terms forbid redistribution, so the corpus is downloaded by hand:
   1. Create an account at https://aihub.or.kr and apply for the dataset
@@ -96,7 +115,8 @@ class Builder(builder.PhotoBuilder[download.Download]):
     )
 
   def _find_source(self, dl_manager: tfds.download.DownloadManager) -> download.Download:
-    return download.locate(dl_manager.manual_dir)  # An incomplete download is refused here, before the scan.
+    # An incomplete download is refused here, before the scan.
+    return download.locate(dl_manager.manual_dir)
 
   def _list_source(self, source: download.Download, report: BuildReport) -> CorpusListing:
     return CorpusListing(source, report)
@@ -104,7 +124,7 @@ class Builder(builder.PhotoBuilder[download.Download]):
   def _estimate_source(self, source: download.Download) -> tuple[int, int]:
     """Image files in the zips and folders, from their directories: no photo is read."""
     files = total = 0
-    for file, _ in corpus.walk(source, archives=source.archives):
+    for file, _ in corpus.walk(source):
       if file.name.lower().endswith(images.IMAGE_SUFFIXES) and not listing.is_junk(file.parts):
         files += 1
         total += file.size

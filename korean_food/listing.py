@@ -73,8 +73,7 @@ class CorpusListing:
     report = self.report
     report.counts["bad crop lines"] = 0
     report.warnings += [archive.note for archive in self.source.archives if archive.note]
-    for file, read in corpus.walk(self.source, first=lambda name: name.lower() == CROP_FILE,
-                                  archives=self.source.archives):
+    for file, read in corpus.walk(self.source, first=lambda name: name.lower() == CROP_FILE):
       folder = file.parts[-2] if len(file.parts) > 1 else ""
       if file.name.lower() == CROP_FILE and not file.bad_archive:
         try:
@@ -102,7 +101,8 @@ class CorpusListing:
         except Exception as e:  # A damaged archive member.
           report.skip(file_name, _unreadable(e))
           continue
-        yield Candidate(file_name, file.location, data, self.crop_area(folder, file.name), file.span)
+        yield Candidate(file_name, file.location, data, self.crop_area(folder, file.name),
+                        file.span)
 
   def crop_area(self, folder: str, file_name: str) -> tuple[int, int, int, int] | None:
     """The crop box of a photo in stored pixels, from the crop files read so far."""

@@ -46,14 +46,17 @@ def find_join(f: zips.Seekable, path: str, size: int,
 
 
 def _joins(path: str, size: int, piece_size: int) -> bool:
-  return incomplete.problem_of(pieced.PiecedFile(pieced.joined_in_text_order(path, size, piece_size)), size) is None
+  return incomplete.problem_of(
+      pieced.PiecedFile(pieced.joined_in_text_order(path, size, piece_size)), size) is None
 
 
 def _smallest_alike(path: str, size: int, piece_size: int) -> int:
-  """The smallest piece size whose name-order join reads the file as `piece_size`'s does: the bytes cannot tell
-  2 pieces of 1 MiB that sort together from one of 2 MiB, and the smaller is the likelier download."""
+  """The smallest piece size whose name-order join reads the file as `piece_size`'s does: the
+  bytes cannot tell 2 pieces of 1 MiB that sort together from one of 2 MiB, and the smaller is
+  the likelier download."""
   runs = pieced.runs(pieced.joined_in_text_order(path, size, piece_size))
-  while piece_size % 2 == 0 and pieced.runs(pieced.joined_in_text_order(path, size, piece_size // 2)) == runs:
+  while (piece_size % 2 == 0
+         and pieced.runs(pieced.joined_in_text_order(path, size, piece_size // 2)) == runs):
     piece_size //= 2
   return piece_size
 
@@ -64,14 +67,16 @@ def _joined(path: str, size: int, piece_size: int) -> tuple[list[pieced.Extent],
   first, second = next((a, b) for a, b in itertools.pairwise(offsets) if a > b)
   name = os.path.basename(path)
   return extents, (
-      f"{path} is the download's {len(extents)} pieces of {pieced.size_in_words(piece_size)} joined in name order "
-      f"(as text, {name}.part{first} sorts before {name}.part{second}): its bytes are all there, and the build "
-      f"reads it in the right order as it is. Other tools cannot open it; `python -m korean_food repair {path}` "
-      f"puts it in order in place (no extra disk).")
+      f"{path} is the download's {len(extents)} pieces of {pieced.size_in_words(piece_size)} "
+      f"joined in name order (as text, {name}.part{first} sorts before {name}.part{second}): "
+      f"its bytes are all there, and the build reads it in the right order as it is. Other "
+      f"tools cannot open it; `python -m korean_food repair {path}` puts it in order in place "
+      f"(no extra disk).")
 
 
 def _cut_from_start(f: zips.Seekable, size: int) -> bool:
-  """The zip's members follow each other from its start to its end, the last cut short: a transfer cut."""
+  """The zip's members follow each other from its start to its end, the last cut short: a
+  transfer cut."""
   last = None
   for member in zips.local_members(f, size, decode_name):
     last = member

@@ -1,4 +1,5 @@
-"""`python -m korean_food repair kfood.zip`: a kfood.zip joined in name order put in order, in place.
+"""`python -m korean_food repair kfood.zip`: a kfood.zip joined in name order put in order,
+in place.
 
 The pieces are moved a chunk at a time: no extra disk, 128 MiB of memory.
 Stopped midway, the file is in neither order (the docs say so).
@@ -18,7 +19,20 @@ _REPAIR_CHUNK = 64 << 20
 
 def repair(path: str) -> str:
   """Puts a name-order join in offset order in place, a chunk at a time: no
-  extra disk, 128 MiB of memory. Stopped midway, the file is in neither order."""
+  extra disk, 128 MiB of memory. Stopped midway, the file is in neither order.
+
+  Args:
+    path: the kfood.zip to repair: the download's pieces joined in the order a
+      text sort of their names gives (`cat kfood.zip.part*`).
+
+  Returns:
+    What was done, in words: the file is in order now (with its pieces' count
+    and size), or it reads as a zip already and was left as it is.
+
+  Raises:
+    DownloadError: the file is a download cut short (`download.examine`).
+    OSError: the file cannot be read or written.
+  """
   archive = download.examine(path)
   if archive is None:
     return f"{path} reads as a zip already: nothing to do."
@@ -28,7 +42,8 @@ def repair(path: str) -> str:
     last = archive.extents[-1]
     _rotate_left(f, last.offset, size, last.size)
     # Then the full pieces, all one size, are a permutation: swapped into place one by one.
-    full = [e.offset if e.offset < last.offset else e.offset - last.size for e in archive.extents[:-1]]
+    full = [e.offset if e.offset < last.offset else e.offset - last.size
+            for e in archive.extents[:-1]]
     where = {at: i for i, at in enumerate(full)}  # Position -> the piece now there.
     for i in range(len(full)):
       target = i * piece_size

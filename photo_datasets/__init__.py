@@ -34,6 +34,11 @@ imports only those below it (`pyproject.toml`'s import-linter contracts):
              tests (one module each, re-exported by `testing`), a tf.data
              service on loopback (`loopback`).
 
+Beneath them all, `tfds_private` names every private part of
+tensorflow-datasets that the package uses (builder methods it overrides,
+TFDS's writer internals), against the pinned TFDS version; no other module
+reaches inside TFDS.
+
 A photo is found by its dataset's listing (`korean_food/`, `flowers_dataset/`),
 decoded, checked and hashed once in `building/scan.py` (by `photos/`), given its
 split in `photos/splits.py`, converted and written by `building/generation.py`

@@ -32,8 +32,9 @@ Choices, in one place:
   are then repeatable too; with several workers and files, which worker
   reads which file depends on timing, so only the examples of each epoch are.
 * Compression off: with `"AUTO"` (snappy on the workers, undone on the
-  trainer) the batches came slower and cost more CPU per image
-  (`benchmarks/data_service.py`, figures in docs/past-one-machine.md).
+  trainer) the batches cost more CPU per image
+  (docs/past-one-machine.md#what-it-costs-on-one-machine, measured with
+  `benchmarks/data_service.py`).
 * Jobs: each iteration of the dataset is its own anonymous job, so trainers
   sharing a dispatcher never share or steal each other's batches.
 * A lost worker. TensorFlow 2.21 keeps a lost worker's tasks for ever: the
@@ -76,7 +77,9 @@ PROCESSING_MODE = "distributed_epoch"
 COMPRESSION = None  # Off: see the module docstring.
 # How long the trainer waits for a batch before it calls a worker lost. A
 # batch normally comes in well under a second; the first one of an epoch
-# waits for the dispatcher to hand out tasks and the shuffle buffer to fill.
+# waits for the dispatcher to hand out tasks and the shuffle buffer to fill,
+# and the first after a worker's restart for gRPC's reconnect backoff
+# (docs/past-one-machine.md#how-it-behaves).
 STALL_TIMEOUT_S = 60.0
 STALL_TIMEOUT_ENV = "PHOTO_DATASETS_STALL_TIMEOUT_S"
 _MAX_INT32 = 2**31 - 1  # TensorFlow keeps seeds modulo this.
@@ -89,10 +92,15 @@ class Service:
   """A tf.data service dispatcher and how to read from it, for `pipeline`'s
   `data_service=` (a plain `"grpc://HOST:PORT"` string takes the defaults).
 
-  compression: `None` (off, measured best here) or `"AUTO"` (snappy on the
-    workers, undone in the trainer).
-  stall_timeout_s: the watchdog's timeout (`stall_timeout`); `watchdog=False`
-    reads without it (a lost worker then hangs the epoch, as TensorFlow does).
+  Attributes:
+    address: the dispatcher, `"grpc://HOST:PORT"`.
+    compression: `None` (off: the batches cost less CPU per image,
+      docs/past-one-machine.md#what-it-costs-on-one-machine) or `"AUTO"`
+      (snappy on the workers, undone in the trainer).
+    stall_timeout_s: the watchdog's timeout in seconds; None takes
+      `stall_timeout()`'s (the environment's, else `STALL_TIMEOUT_S`).
+    watchdog: False reads without the watchdog (a lost worker then hangs the
+      epoch, as TensorFlow does).
   """
 
   address: str
@@ -103,6 +111,8 @@ class Service:
   @classmethod
   def of(cls, service: str | Service) -> Service:
     return service if isinstance(service, Service) else cls(service)
+
+
 _ADDRESS = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})")
 
 
@@ -120,13 +130,15 @@ def parse_address(address: str, *, scheme: bool = True) -> tuple[str, int]:
   text = address
   if scheme:
     if not isinstance(address, str) or not address.startswith("grpc://"):
-      raise ValueError(f"data_service must look like {expected} (e.g. grpc://dispatcher:5050), got {address!r}.")
+      raise ValueError(f"data_service must look like {expected} (e.g. grpc://dispatcher:5050), "
+                       f"got {address!r}.")
     text = address[len("grpc://"):]
   elif isinstance(address, str) and address.startswith("grpc://"):
     text = address[len("grpc://"):]
   match = _ADDRESS.fullmatch(text) if isinstance(text, str) else None
   if match is None or not 1 <= int(match["port"]) <= 65535:
-    raise ValueError(f"a tf.data service address must look like {expected} (port 1 to 65535), got {address!r}.")
+    raise ValueError(f"a tf.data service address must look like {expected} (port 1 to 65535), "
+                     f"got {address!r}.")
   return match["host"], int(match["port"])
 
 
@@ -139,8 +151,9 @@ def stall_timeout(stall_timeout_s: float | None = None) -> float:
   return stall_timeout_s
 
 
-def distribute(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], service: str | Service, *,
-               training: bool, seed: int | None, batch_size: int | None = None,
+def distribute(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset],
+               service: str | Service, *, training: bool, seed: int | None,
+               batch_size: int | None = None,
                stall_timeout_s: float | None = None) -> tf.data.Dataset:
   """`ds` (batched) produced by the tf.data service at `service`, watched for lost workers.
 
@@ -173,7 +186,8 @@ def distribute(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], ser
   options = Service.of(service)
   address = options.address
   parse_address(address)
-  timeout = stall_timeout(stall_timeout_s if stall_timeout_s is not None else options.stall_timeout_s)
+  timeout = stall_timeout(stall_timeout_s if stall_timeout_s is not None
+                          else options.stall_timeout_s)
   if batch_size is not None:
     arguments.whole_number(batch_size, "batch_size", arguments.POSITIVE)
 
@@ -186,7 +200,8 @@ def distribute(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], ser
   else:
     if seed is None:
       raise ValueError("a pipeline made per epoch needs the seed its epochs' seeds are drawn from.")
-    # Each iteration draws the next seed, and the service runs that epoch's pipeline as a job of its own.
+    # Each iteration draws the next seed, and the service runs that epoch's
+    # pipeline as a job of its own.
     epoch_seed = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).take(1)
     epochs = epoch_seed.flat_map(lambda epoch: served(_with_a_usable_graph_seed(ds, epoch)))
   watched_epochs = watched(epochs, timeout, address) if options.watchdog else epochs
@@ -196,7 +211,8 @@ def distribute(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], ser
   return regrouped
 
 
-def _with_a_usable_graph_seed(make: Callable[[tf.Tensor], tf.data.Dataset], epoch: tf.Tensor) -> tf.data.Dataset:
+def _with_a_usable_graph_seed(make: Callable[[tf.Tensor], tf.data.Dataset],
+                              epoch: tf.Tensor) -> tf.data.Dataset:
   """`make(epoch)`, its random ops seeded by the tensor `epoch`. TensorFlow
   combines an op's seed with the global one and compares the pair with (0, 0),
   which a tensor cannot answer: under a global seed of 0 (as after
@@ -225,9 +241,10 @@ def watched(ds: tf.data.Dataset, timeout_s: float, service: str) -> tf.data.Data
           kind, value = batches.get(timeout=timeout_s)
         except queue.Empty:
           raise WorkerLostError(
-              f"no batch from the tf.data service at {service} for {timeout_s:g} s: a worker was probably "
-              "lost (TensorFlow waits for a lost worker to come back at its address). Restart that worker "
-              "at the same HOST:PORT, or restart the dispatcher, then resume training.") from None
+              f"no batch from the tf.data service at {service} for {timeout_s:g} s: a worker "
+              "was probably lost (TensorFlow waits for a lost worker to come back at its "
+              "address). Restart that worker at the same HOST:PORT, or restart the "
+              "dispatcher, then resume training.") from None
         if kind == "end":
           return
         if kind == "error":
@@ -239,7 +256,8 @@ def watched(ds: tf.data.Dataset, timeout_s: float, service: str) -> tf.data.Data
   return tf.data.Dataset.from_generator(epoch, output_signature=ds.element_spec)
 
 
-def _read(ds: tf.data.Dataset, batches: queue.Queue[tuple[str, Any]], stop: threading.Event) -> None:
+def _read(ds: tf.data.Dataset, batches: queue.Queue[tuple[str, Any]],
+          stop: threading.Event) -> None:
   """Puts every element of one iteration of `ds` on `batches`, then `("end", None)`."""
 
   def put(item: tuple[str, Any]) -> bool:
@@ -272,7 +290,8 @@ def run_dispatcher(port: int, work_dir: str | None, worker_timeout_ms: int | Non
       port=port, work_dir=work_dir, fault_tolerant_mode=work_dir is not None,
       worker_timeout_ms=worker_timeout_ms)
   server = tf.data.experimental.service.DispatchServer(config)
-  print(f"tf.data service dispatcher listening on grpc://{socket.gethostname()}:{_bound_port(server)}"
+  print("tf.data service dispatcher listening on "
+        f"grpc://{socket.gethostname()}:{_bound_port(server)}"
         + (f", journal in {work_dir}" if work_dir else ""), flush=True)
   server.join()
 
@@ -285,10 +304,12 @@ def run_worker(dispatcher: str, port: int, host: str, imports: Sequence[str] = (
   for module in imports:
     importlib.import_module(module)
 
-  tf.config.set_visible_devices([], "GPU")  # Decoding runs on the CPUs; a GPU here is the trainer's.
+  # Decoding runs on the CPUs; a GPU here is the trainer's.
+  tf.config.set_visible_devices([], "GPU")
   dispatcher_host, dispatcher_port = parse_address(dispatcher, scheme=False)
   config = tf.data.experimental.service.WorkerConfig(
-      dispatcher_address=f"{dispatcher_host}:{dispatcher_port}", worker_address=f"{host}:%port%", port=port)
+      dispatcher_address=f"{dispatcher_host}:{dispatcher_port}",
+      worker_address=f"{host}:%port%", port=port)
   server = tf.data.experimental.service.WorkerServer(config)
   print(f"tf.data service worker listening on {host}:{_bound_port(server)}, "
         f"dispatcher {dispatcher_host}:{dispatcher_port}", flush=True)
@@ -308,14 +329,19 @@ def _port(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-  parser = argparse.ArgumentParser(prog="python -m photo_datasets.data_service", description=__doc__.split("\n")[0])
+  parser = argparse.ArgumentParser(prog="python -m photo_datasets.data_service",
+                                   description=__doc__.split("\n")[0])
   parts = parser.add_subparsers(dest="part", required=True)
-  dispatcher = parts.add_parser("dispatcher", help="coordinates the workers; trainers connect to it")
+  dispatcher = parts.add_parser("dispatcher",
+                                help="coordinates the workers; trainers connect to it")
   dispatcher.add_argument("--port", type=_port, required=True)
-  dispatcher.add_argument("--work_dir", help="journal folder (local or gs://): survives a dispatcher restart")
+  dispatcher.add_argument("--work_dir",
+                          help="journal folder (local or gs://): survives a dispatcher restart")
   dispatcher.add_argument("--worker_timeout_ms", type=int, default=None,
-                          help="when the dispatcher logs a worker as lost (it does not drop its tasks)")
-  worker = parts.add_parser("worker", help="reads, decodes and augments; streams batches to the trainer")
+                          help="when the dispatcher logs a worker as lost "
+                               "(it does not drop its tasks)")
+  worker = parts.add_parser("worker",
+                            help="reads, decodes and augments; streams batches to the trainer")
   worker.add_argument("--dispatcher", required=True, help="HOST:PORT of the dispatcher")
   worker.add_argument("--port", type=_port, default=0, help="default: any free port")
   worker.add_argument("--host", default=socket.gethostname(),

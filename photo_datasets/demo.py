@@ -4,8 +4,8 @@
 
 Builds every config of each dataset (default: every dataset package an
 installed distribution declares under the `photo_datasets.datasets` entry
-points, here `flowers_dataset` and `korean_food`) from its bundled sample with the real
-`tfds build` command, loads a batch of the `224` config with `tfds.load`,
+points, here `flowers_dataset` and `korean_food`) from its bundled sample with
+the real `tfds build` command, loads a batch of the `224` config with `tfds.load`,
 trains the small model of `photo_datasets.train` for one epoch on it (the
 input pipeline of `photo_datasets.pipeline`), and prints a summary per
 dataset: the build report, the training speed and where the model, history,
@@ -61,7 +61,8 @@ def native_stderr_hidden() -> Iterator[None]:
 
 def installed_datasets() -> list[str]:
   """The dataset packages declared under `DATASET_ENTRY_POINTS`, in name order."""
-  return sorted(entry.value for entry in importlib.metadata.entry_points(group=DATASET_ENTRY_POINTS))
+  return sorted(entry.value
+                for entry in importlib.metadata.entry_points(group=DATASET_ENTRY_POINTS))
 
 
 def build(name: str, data_dir: str) -> list[str]:
@@ -72,15 +73,16 @@ def build(name: str, data_dir: str) -> list[str]:
       [sys.executable, "-m", "tensorflow_datasets.scripts.cli.main", "build", name,
        "--imports", name, "--manual_dir", str(manual_dir), "--data_dir", data_dir,
        "--overwrite"],
-      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={"TF_CPP_MIN_LOG_LEVEL": "2", **os.environ},
-      check=False)
+      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+      env={"TF_CPP_MIN_LOG_LEVEL": "2", **os.environ}, check=False)
   if done.returncode:
     print(done.stdout, file=sys.stderr)
     raise subprocess.CalledProcessError(done.returncode, done.args)
   # The summary lines `PhotoBuilder` prints: "name/config: sizes", counts, "  report: path"; the
   # first few cases (indented 4) are on the page.
   lines = [line.rsplit("\r", 1)[-1] for line in done.stdout.splitlines()]
-  return [line for line in lines if line.startswith((f"{name}/", "  ")) and not line.startswith("    ")]
+  return [line for line in lines
+          if line.startswith((f"{name}/", "  ")) and not line.startswith("    ")]
 
 
 def loaded_batch(name: str, data_dir: str, batch_size: int) -> str:
@@ -98,13 +100,15 @@ def loaded_batch(name: str, data_dir: str, batch_size: int) -> str:
 def main(argv: list[str] | None = None) -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--data_dir", default=os.path.abspath("demo_data"))
-  parser.add_argument("--out_dir", help="where each dataset's model, history and curves go, in <dataset>/ "
+  parser.add_argument("--out_dir",
+                      help="where each dataset's model, history and curves go, in <dataset>/ "
                       "(default: demo_out beside --data_dir)")
   datasets = installed_datasets()
   parser.add_argument("--datasets", nargs="+", default=datasets, choices=datasets)
   parser.add_argument("--batch_size", type=int, default=8)
   args = parser.parse_args(argv)
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # Before TensorFlow loads: its INFO and WARNING lines.
+  # Set before TensorFlow loads, to turn off its INFO and WARNING lines.
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   with native_stderr_hidden():  # What it prints before reading that, and its probe for a GPU.
     import tensorflow as tf
     import tensorflow_datasets as tfds
@@ -128,7 +132,8 @@ def main(argv: list[str] | None = None) -> None:
                                 out=os.path.join(result.out_dir, "examples.png")),
                 show.write_grid(config, split="train", data_dir=data_dir, pipeline=True, seed=0,
                                 out=os.path.join(result.out_dir, "training_input.png"))]
-    page = os.path.join(os.fspath(tfds.builder(config, data_dir=data_dir).data_path), report_page.FILE_NAME)
+    page = os.path.join(os.fspath(tfds.builder(config, data_dir=data_dir).data_path),
+                        report_page.FILE_NAME)
     training = train.summary(result).replace("\n", "\n  ")
     summaries.append(f"{name}:\n  {batch}\n"
                      f"  trained 1 epoch: {training}\n"

@@ -1,7 +1,8 @@
 """What limits training on this machine: the input pipeline, or the model.
 
   python -m photo_datasets.doctor NAME [--data_dir DIR] [--split train]
-      [--model small|mobilenet_v3_small|PATH.keras] [--batch_size 64] [--image_size S] [--seconds 2] [--json]
+      [--model small|mobilenet_v3_small|PATH.keras] [--batch_size 64]
+      [--image_size S] [--seconds 2] [--json]
 
 Measures, one after the other and each for about `--seconds`:
 
@@ -77,10 +78,12 @@ class Row:
   cpu_us_per_image: float | None = None  # CPU of every thread of this process; None for the model.
 
 
-def decode_limit(name: str, *, split: str, batch_size: int, data_dir: str | None) -> tf.data.Dataset:
+def decode_limit(name: str, *, split: str, batch_size: int,
+                 data_dir: str | None) -> tf.data.Dataset:
   """The split's stored JPEGs read raw and decoded in a parallel map, batched: nothing else."""
   builder = tfds.builder(name, data_dir=data_dir)
-  spec = {"image": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64)}
+  spec = {"image": tf.io.FixedLenFeature([], tf.string),
+          "label": tf.io.FixedLenFeature([], tf.int64)}
 
   def decode(record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     example = tf.io.parse_single_example(record, spec)
@@ -95,7 +98,8 @@ def decode_limit(name: str, *, split: str, batch_size: int, data_dir: str | None
                      cycle_length=tf.data.AUTOTUNE, num_parallel_calls=tf.data.AUTOTUNE,
                      deterministic=False)
   ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
-  if builder.info.features["image"].shape[0] is None:  # Photos of any size: batches of their shapes.
+  # Photos of any size: batches of their shapes.
+  if builder.info.features["image"].shape[0] is None:
     ds = ds.map(lambda image, label: (tf.shape(image), label))
   return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
 
@@ -114,11 +118,13 @@ def rate(batches: Iterable[Any], seconds: float) -> tuple[float, float]:
   return images / (time.perf_counter() - start), (time.process_time() - cpu_start) * 1e6 / images
 
 
-def model_rate(model: keras.Model, batch_size: int, image_size: int, num_classes: int, seconds: float) -> float:
+def model_rate(model: keras.Model, batch_size: int, image_size: int, num_classes: int,
+               seconds: float) -> float:
   """Images per second of `model`'s training steps on one synthetic uint8
   batch already on the device: the model alone, without any input."""
   rng = np.random.default_rng(0)
-  images = keras.ops.convert_to_tensor(rng.integers(0, 256, (batch_size, image_size, image_size, 3), np.uint8))
+  images = keras.ops.convert_to_tensor(
+      rng.integers(0, 256, (batch_size, image_size, image_size, 3), np.uint8))
   labels = keras.ops.convert_to_tensor(rng.integers(0, num_classes, (batch_size,)))
   for _ in range(WARMUP_BATCHES):  # Compiles the step.
     model.train_on_batch(images, labels)
@@ -142,10 +148,11 @@ def load_model(model: str, num_classes: int, image_size: int) -> keras.Model:
     built = keras.saving.load_model(model)
     shape = tuple(built.input_shape[1:])
     if shape != (image_size, image_size, 3):
-      raise ValueError(f"{model} takes inputs of shape {shape}, the pipeline gives ({image_size}, {image_size}, 3): "
-                       f"give --image_size {shape[0]}.")
+      raise ValueError(f"{model} takes inputs of shape {shape}, the pipeline gives "
+                       f"({image_size}, {image_size}, 3): give --image_size {shape[0]}.")
   else:
-    raise ValueError(f"--model must be one of {', '.join(MODELS)} or an existing PATH.keras, got {model!r}.")
+    raise ValueError(f"--model must be one of {', '.join(MODELS)} or an existing PATH.keras, "
+                     f"got {model!r}.")
   if not built.compiled:
     built.compile(keras.optimizers.Adam(1e-3), "sparse_categorical_crossentropy")
   return built
@@ -158,11 +165,14 @@ def device() -> str:
     import jax
     found = jax.devices()
     kinds = ", ".join(str(getattr(d, "device_kind", d)) for d in found)
-    return f"JAX {found[0].platform} ({kinds})" + (", no GPU seen" if found[0].platform == "cpu" else "")
+    return (f"JAX {found[0].platform} ({kinds})"
+            + (", no GPU seen" if found[0].platform == "cpu" else ""))
   if backend == "torch":
     import torch
     if torch.cuda.is_available():
-      return "PyTorch cuda (" + ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())) + ")"
+      return ("PyTorch cuda ("
+              + ", ".join(torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count()))
+              + ")")
     return "PyTorch cpu, no GPU seen"
   gpus = tf.config.list_logical_devices("GPU")
   if gpus:
@@ -187,9 +197,11 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
   if size is None:
     raise ValueError(f"{name} stores images at their source size: give --image_size (e.g. 224).")
   if batch_size > examples:  # As `train` does.
-    say(f"note: --batch_size {batch_size} is more than the {examples} examples of {split!r}: using {examples}.")
+    say(f"note: --batch_size {batch_size} is more than the {examples} examples of {split!r}: "
+        f"using {examples}.")
     batch_size = examples
-  common: dict[str, Any] = {"batch_size": batch_size, "image_size": image_size, "data_dir": data_dir}
+  common: dict[str, Any] = {"batch_size": batch_size, "image_size": image_size,
+                            "data_dir": data_dir}
   rows: list[Row] = []
 
   def measure(key: str, label: str, make: Callable[[], Iterable[Any] | float]) -> Row:
@@ -205,14 +217,18 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
     return row
 
   limit = measure("decode_limit", f"decode limit (stored {stored or 'photos'}, decode_jpeg only)",
-                  lambda: decode_limit(name, split=split, batch_size=batch_size, data_dir=data_dir).repeat())
+                  lambda: decode_limit(name, split=split, batch_size=batch_size,
+                                       data_dir=data_dir).repeat())
   train = measure("training", "training_dataset",
                   lambda: pipeline.training_dataset(name, split=split, **common).repeat())
-  unflipped = measure("training_model_flips", "training_dataset, flip=False (the model mirrors, on the accelerator)",
-                      lambda: pipeline.training_dataset(name, split=split, flip=False, **common).repeat())
+  unflipped = measure("training_model_flips",
+                      "training_dataset, flip=False (the model mirrors, on the accelerator)",
+                      lambda: pipeline.training_dataset(name, split=split, flip=False,
+                                                        **common).repeat())
   cached = _cached_row(name, split, examples, train.images_per_second or 0.0, seconds, common, say)
   rows.append(cached)
-  measure("evaluation", "evaluation_dataset", lambda: pipeline.evaluation_dataset(name, split=split, **common).repeat())
+  measure("evaluation", "evaluation_dataset",
+          lambda: pipeline.evaluation_dataset(name, split=split, **common).repeat())
   num_classes = builder.info.features["label"].num_classes
   trained = load_model(model, num_classes, size)
   steps = measure("model", f"model {os.path.basename(model)}: train steps on {device()}",
@@ -230,21 +246,24 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
                  "larger split before acting on them."
                  if examples < SMALL_SPLIT_BATCHES * batch_size else None),
   }
-  report.update(verdict(input_rate=train.images_per_second or 0.0, model_rate=steps.images_per_second or 0.0,
-                        cached_rate=cached.images_per_second, limit_rate=limit.images_per_second or 0.0,
+  report.update(verdict(input_rate=train.images_per_second or 0.0,
+                        model_rate=steps.images_per_second or 0.0,
+                        cached_rate=cached.images_per_second,
+                        limit_rate=limit.images_per_second or 0.0,
                         unflipped_rate=unflipped.images_per_second,
                         fits=split_bytes <= cache.memory_limit(), sized=stored is not None,
                         name=name, size=size, stored=stored))
   return report
 
 
-def _cached_row(name: str, split: str, examples: int, uncached: float, seconds: float, common: dict[str, Any],
-                say: Callable[[str], None]) -> Row:
+def _cached_row(name: str, split: str, examples: int, uncached: float, seconds: float,
+                common: dict[str, Any], say: Callable[[str], None]) -> Row:
   """training_dataset with `cache="memory"` after its filling epoch, on the
   first examples of `split` that fill it in about `seconds`."""
   key, label = "training_cached", "training_dataset, cache='memory' (epochs after the first)"
   plain = split.isidentifier()  # `train`, not an expression: a part of it can be named.
-  part = min(examples, max(4 * common["batch_size"], int(uncached * seconds))) if plain else examples
+  part = (min(examples, max(4 * common["batch_size"], int(uncached * seconds))) if plain
+          else examples)
   part_split = f"{split}[:{part}]" if part < examples else split
   say(f"measuring {label} on {part_split} ...")
   try:
@@ -260,41 +279,47 @@ def _cached_row(name: str, split: str, examples: int, uncached: float, seconds: 
   return row
 
 
-def verdict(*, input_rate: float, model_rate: float, cached_rate: float | None, limit_rate: float, fits: bool,
-            sized: bool, name: str, size: int, stored: int | None, unflipped_rate: float | None = None
-            ) -> dict[str, Any]:
+def verdict(*, input_rate: float, model_rate: float, cached_rate: float | None,
+            limit_rate: float, fits: bool, sized: bool, name: str, size: int,
+            stored: int | None, unflipped_rate: float | None = None) -> dict[str, Any]:
   """Which side limits training, by what factor, and the remedy that fits."""
   if model_rate <= input_rate * MARGIN and input_rate <= model_rate * MARGIN:
     return {"bound": "matched", "factor": round(model_rate / input_rate, 2), "remedy": "none",
-            "verdict": f"Matched: the model trains {model_rate:,.0f} images/s and training_dataset delivers "
-                       f"{input_rate:,.0f}; neither side waits much for the other."}
+            "verdict": f"Matched: the model trains {model_rate:,.0f} images/s and "
+                       f"training_dataset delivers {input_rate:,.0f}; neither side waits much "
+                       "for the other."}
   if model_rate < input_rate:
     factor = input_rate / model_rate
     return {"bound": "model", "factor": round(factor, 2), "remedy": "none",
-            "verdict": f"Model-bound: the model trains {model_rate:,.0f} images/s, {factor:.1f} times slower than "
-                       f"training_dataset delivers ({input_rate:,.0f}). The input is not what limits training: "
-                       "a faster device, mixed precision or a lighter model is."}
+            "verdict": f"Model-bound: the model trains {model_rate:,.0f} images/s, "
+                       f"{factor:.1f} times slower than training_dataset delivers "
+                       f"({input_rate:,.0f}). The input is not what limits training: a faster "
+                       "device, mixed precision or a lighter model is."}
   factor = model_rate / input_rate
   head = (f"Input-bound: the model could train {model_rate:,.0f} images/s, {factor:.1f} times what "
           f"training_dataset delivers ({input_rate:,.0f}).")
   if unflipped_rate is not None and unflipped_rate > input_rate:
-    head += (f" With flip=False and keras.layers.RandomFlip in the model (on the accelerator) it delivers "
-             f"{unflipped_rate:,.0f}.")
+    head += (f" With flip=False and keras.layers.RandomFlip in the model (on the accelerator) it "
+             f"delivers {unflipped_rate:,.0f}.")
   workers = math.ceil(model_rate / input_rate)
   service = (f"{workers} tf.data service workers of this machine's input rate would feed it "
              "(photo_datasets.data_service)")
-  smaller = (f"a sized config (e.g. {name.split('/')[0]}/{size}) reads at its decode limit and can be cached"
+  smaller = (f"a sized config (e.g. {name.split('/')[0]}/{size}) reads at its decode limit and "
+             "can be cached"
              if not sized else
-             f"a smaller stored size decodes faster (about {(stored or size) ** 2 / size ** 2:.1f} times at {size})"
+             "a smaller stored size decodes faster "
+             f"(about {(stored or size) ** 2 / size ** 2:.1f} times at {size})"
              if stored and size < stored else
              "a smaller stored size (and image_size) decodes faster, about with the pixels")
   if sized and fits and cached_rate is not None and cached_rate >= model_rate:
     return {"bound": "input", "factor": round(factor, 2), "remedy": "cache", "workers": workers,
-            "verdict": f"{head} Remedy: cache='memory' (the split fits in memory): epochs after the first read "
-                       f"at {cached_rate:,.0f} images/s, {cached_rate / limit_rate:.1f} times the decode limit."}
+            "verdict": f"{head} Remedy: cache='memory' (the split fits in memory): epochs after "
+                       f"the first read at {cached_rate:,.0f} images/s, "
+                       f"{cached_rate / limit_rate:.1f} times the decode limit."}
   cache_note = ""
   if sized and fits and cached_rate is not None:
-    cache_note = f" cache='memory' helps ({cached_rate:,.0f} images/s after the first epoch) but is not enough."
+    cache_note = (f" cache='memory' helps ({cached_rate:,.0f} images/s after the first epoch) "
+                  "but is not enough.")
   elif sized and not fits:
     cache_note = " The split does not fit in half the free memory for cache='memory'."
   return {"bound": "input", "factor": round(factor, 2), "remedy": "workers", "workers": workers,
@@ -304,16 +329,17 @@ def verdict(*, input_rate: float, model_rate: float, cached_rate: float | None, 
 def table(report: dict[str, Any]) -> str:
   """The report as a short table and the verdict."""
   lines = [f"{report['name']} {report['split']} ({report['split_examples']:,} examples, "
-           f"{report['split_cache_gib']:.2f} GiB as uint8 at {report['image_size']}; memory cache limit "
-           f"{report['memory_cache_limit_gib']:.2f} GiB), batch {report['batch_size']}, "
-           f"~{report['seconds_per_measurement']:g} s each",
+           f"{report['split_cache_gib']:.2f} GiB as uint8 at {report['image_size']}; "
+           f"memory cache limit {report['memory_cache_limit_gib']:.2f} GiB), "
+           f"batch {report['batch_size']}, ~{report['seconds_per_measurement']:g} s each",
            f"{'':76} {'images/s':>9}  x limit  wall us/image  CPU us/image"]
   rows = report["rows"]
   limit = rows[0]["images_per_second"]
   for row in rows:
     value, cpu = row["images_per_second"], row.get("cpu_us_per_image")
-    shown = (f"{value:9,.0f}  {value / limit:7.2f}  {1e6 / value:13,.0f}" if value is not None
-             else f"{'-':>9}  {'':7}  {'':13}") + (f"  {cpu:12,.0f}" if cpu is not None else f"  {'':12}")
+    shown = ((f"{value:9,.0f}  {value / limit:7.2f}  {1e6 / value:13,.0f}" if value is not None
+              else f"{'-':>9}  {'':7}  {'':13}")
+             + (f"  {cpu:12,.0f}" if cpu is not None else f"  {'':12}"))
     lines.append(f"{row['label'][:76]:76} {shown}" + (f"  {row['note']}" if row["note"] else ""))
   caveat = [report["caveat"], ""] if report.get("caveat") else []
   lines += ["", *costs(rows), "", *caveat, report["verdict"]]
@@ -321,13 +347,15 @@ def table(report: dict[str, Any]) -> str:
 
 
 def costs(rows: Sequence[dict[str, Any]]) -> list[str]:
-  """The per-image CPU costs the rows show, in words: the decode, what training adds, what a cache leaves."""
+  """The per-image CPU costs the rows show, in words: the decode, what training
+  adds, what a cache leaves."""
   cpu = {row["key"]: row.get("cpu_us_per_image") for row in rows}
   limit, training = cpu.get("decode_limit"), cpu.get("training")
   if limit is None or training is None:
     return []
-  said = (f"Per image, CPU of all cores: the decode limit {limit:,.0f} us; training_dataset {training:,.0f} us "
-          f"({_added(training - limit)}: reading, shuffle, flip, batch)")
+  said = (f"Per image, CPU of all cores: the decode limit {limit:,.0f} us; "
+          f"training_dataset {training:,.0f} us ({_added(training - limit)}: reading, shuffle, "
+          "flip, batch)")
   if (unflipped := cpu.get("training_model_flips")) is not None:
     said += f", {unflipped:,.0f} us with flip=False (the flip: {_added(training - unflipped)})"
   if cpu.get("training_cached") is not None:
@@ -342,16 +370,20 @@ def _added(us: float) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-  parser = argparse.ArgumentParser(prog="python -m photo_datasets.doctor", description=__doc__.split("\n")[0])
+  parser = argparse.ArgumentParser(prog="python -m photo_datasets.doctor",
+                                   description=__doc__.split("\n")[0])
   parser.add_argument("name", help="a built config, e.g. korean_food/224")
   parser.add_argument("--data_dir")
   parser.add_argument("--split", default="train",
                       help="a split or a split expression, e.g. train[:10%%]")
   parser.add_argument("--model", default="small", help=f"{' or '.join(MODELS)}, or PATH.keras")
   parser.add_argument("--batch_size", type=int, default=64)
-  parser.add_argument("--image_size", type=int, help="default: the stored size (required for full configs)")
-  parser.add_argument("--seconds", type=float, default=SECONDS, help="how long each measurement reads")
-  parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+  parser.add_argument("--image_size", type=int,
+                      help="default: the stored size (required for full configs)")
+  parser.add_argument("--seconds", type=float, default=SECONDS,
+                      help="how long each measurement reads")
+  parser.add_argument("--json", action="store_true",
+                      help="print one JSON object instead of the table")
   args = parser.parse_args(argv)
   if args.batch_size < 1 or not args.seconds > 0:
     parser.error("--batch_size must be >= 1 and --seconds > 0")

@@ -39,9 +39,10 @@ The tf.data choices, in one place:
   generator, which costs less;
 * the flip is a step of its own after the batch: one draw for the batch's
   images, and OpenCV mirrors those drawn in the batch's own buffer (a
-  `tf.reverse` moves a uint8 image a byte at a time, 30 times slower). Under a
-  tf.data service, whose workers run no Python, each image is mirrored in
-  the map by `tf.reverse`;
+  `tf.reverse` moves a uint8 image a byte at a time, up to 30 times slower:
+  docs/reading.md#where-the-224-training-paths-time-goes). Under a tf.data
+  service, whose workers run no Python, each image is mirrored in the map by
+  `tf.reverse`;
 * the maps run in any order (`deterministic=False`) for shuffled training
   without a seed, in order otherwise; evaluation keeps the stored order and
   drops nothing;
@@ -78,7 +79,7 @@ from photo_datasets import data_service as service
 from photo_datasets.photos import images
 from photo_datasets.reading import arguments, built
 from photo_datasets.reading import cache as cache_policy
-from photo_datasets.reading.layers import rescaling_layer as rescaling_layer  # Part of this module's API.
+from photo_datasets.reading.layers import rescaling_layer as rescaling_layer  # This module's API.
 
 AUTOTUNE = tf.data.AUTOTUNE
 # Inception-style crops: the share of the photo's area and the aspect ratios
@@ -139,7 +140,7 @@ def training_dataset(
       (`keras.layers.RandomFlip("horizontal")` after `rescaling_layer()`, as
       `photo_datasets.models` does): on the CPU the flip costs a few percent
       of an uncached image and a fifth to a third of a cached one
-      (docs/reading.md).
+      (docs/reading.md#where-the-224-training-paths-time-goes).
 
   Returns:
     A `tf.data.Dataset` of `(uint8 images (B, S, S, 3), int64 labels (B,))`,
@@ -150,13 +151,15 @@ def training_dataset(
   """
   _check_counts(batch_size=batch_size, shuffle_buffer=shuffle_buffer)
   cache_policy.check_argument(cache, served=data_service is not None)
-  reader = _Reader(name, split, data_dir, image_size, input_context, served=data_service is not None)
+  reader = _Reader(name, split, data_dir, image_size, input_context,
+                   served=data_service is not None)
   batch = reader.batch_size(batch_size)
   if cache is not None and reader.stored_size is None:
     raise ValueError(
-        f"cache= is for sized configs and evaluation: {name}'s training crops are drawn anew every epoch, so "
-        f"only the stored JPEGs would repeat, and their decoding is the cost (docs/reading.md). Train from a "
-        f"sized config with cache= (e.g. '{reader.builder.name}/{image_size or 224}'), or without cache.")
+        f"cache= is for sized configs and evaluation: {name}'s training crops are drawn anew "
+        f"every epoch, so only the stored JPEGs would repeat, and their decoding is the cost "
+        f"(docs/reading.md). Train from a sized config with cache= "
+        f"(e.g. '{reader.builder.name}/{image_size or 224}'), or without cache.")
   decoded = reader.cached(cache, reader.decoded) if cache is not None else None
   _check_batch_fits(reader, batch)
 
@@ -166,53 +169,73 @@ def training_dataset(
       ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     deterministic = seed is not None or not shuffle_buffer
     if data_service is not None:
-      return served_batches(ds, seed, deterministic)
-    ds = ds.batch(batch, drop_remainder=True)
-    if decoded is None:
-      # Decoded a batch at a time, a batch per usable core at once (AUTOTUNE ran fewer here and left a core
-      # idle): on `224`, 1.09 times the decode limit's images per CPU-second against 0.91 decoded one by one
-      # (docs/reading.md). `full`'s crops draw their seeds a batch at a time too.
-      if seed is None or reader.stored_size is not None:
-        ds = ds.map(lambda records: reader.augmented_batch(records, None), num_parallel_calls=_usable_cores(),
-                    deterministic=deterministic)
-      else:
-        seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
-        ds = tf.data.Dataset.zip(ds, seeds).map(
-            lambda records, drawn: reader.augmented_batch(records, _crop_seeds(tf.shape(records)[0], drawn)),
-            num_parallel_calls=_usable_cores(), deterministic=deterministic)
-    # The flip is a step of its own, a batch at a time, by OpenCV.
-    return _flipped_batches(ds, seed, deterministic) if flip else ds
-
-  def served_batches(ds: tf.data.Dataset, seed: int | tf.Tensor | None, deterministic: bool) -> tf.data.Dataset:
-    """On a tf.data service's workers, which run no Python: each example decoded, and mirrored by
-    `tf.reverse`, in a map of its own; each worker keeps its remainder and the trainer regroups the batches."""
-    augment: Callable[[dict[str, Any], tf.Tensor | None], tuple[tf.Tensor, tf.Tensor]]
-    augment = reader.cropped if reader.stored_size is None else lambda example, _: reader.decoded(example)
-
-    def augmented(record: tf.Tensor, seeds: tf.Tensor | None) -> tuple[tf.Tensor, tf.Tensor]:
-      image, label = augment(reader.parse(record), seeds)
-      if flip:  # Its draw apart from the crop's, which takes `seeds` as they are.
-        mirrored = _mirrored([], None if seeds is None else tf.reverse(seeds, [0]))
-        image = tf.cond(mirrored, lambda: tf.reverse(image, [1]), lambda: image)
-      return image, label
-
-    if seed is None or not (flip or reader.stored_size is None):
-      # Unseeded (or drawing nothing), the random ops draw from the op's own generator: no seeds to make or zip.
-      ds = ds.map(lambda record: augmented(record, None), num_parallel_calls=AUTOTUNE, deterministic=deterministic)
-    else:
-      # Seeds repeatable whatever the parallelism, different every epoch: one random int64 per example
-      # (the stateless ops' seed pair is it and a constant).
-      seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
-      ds = tf.data.Dataset.zip(ds, seeds).map(lambda record, drawn: augmented(record, _seed_pair(drawn)),
-                                              num_parallel_calls=AUTOTUNE, deterministic=deterministic)
-    return ds.batch(batch, drop_remainder=False)
+      return _served_training_batches(reader, ds, batch, seed, deterministic, flip)
+    return _local_training_batches(reader, ds, batch, seed, deterministic, flip,
+                                   decode=decoded is None)
 
   if data_service is None:
     return batches(seed).prefetch(AUTOTUNE)
   # The service starts the pipeline afresh on its workers every epoch: a seeded
   # one is made anew each epoch, from a seed of its own drawn from `seed`.
   served = batches if seed is not None else batches(None)
-  return _served(served, data_service, reader, training=True, seed=seed, batch_size=batch).prefetch(AUTOTUNE)
+  return _served(served, data_service, reader, training=True, seed=seed,
+                 batch_size=batch).prefetch(AUTOTUNE)
+
+
+def _local_training_batches(reader: _Reader, ds: tf.data.Dataset, batch: int,
+                            seed: int | tf.Tensor | None, deterministic: bool, flip: bool, *,
+                            decode: bool) -> tf.data.Dataset:
+  """`training_dataset`'s batches in this process, from shuffled records (or
+  cached images, `decode=False`)."""
+  ds = ds.batch(batch, drop_remainder=True)
+  if decode:
+    # Decoded a batch at a time, a batch per usable core at once: AUTOTUNE runs
+    # fewer and leaves a core idle
+    # (docs/reading.md#where-the-224-training-paths-time-goes). `full`'s crops
+    # draw their seeds a batch at a time too.
+    if seed is None or reader.stored_size is not None:
+      ds = ds.map(lambda records: reader.augmented_batch(records, None),
+                  num_parallel_calls=_usable_cores(), deterministic=deterministic)
+    else:
+      seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+      ds = tf.data.Dataset.zip(ds, seeds).map(
+          lambda records, drawn: reader.augmented_batch(
+              records, _crop_seeds(tf.shape(records)[0], drawn)),
+          num_parallel_calls=_usable_cores(), deterministic=deterministic)
+  # The flip is a step of its own, a batch at a time, by OpenCV.
+  return _flipped_batches(ds, seed, deterministic) if flip else ds
+
+
+def _served_training_batches(reader: _Reader, ds: tf.data.Dataset, batch: int,
+                             seed: int | tf.Tensor | None, deterministic: bool,
+                             flip: bool) -> tf.data.Dataset:
+  """`training_dataset`'s batches on a tf.data service's workers, which run no
+  Python: each example decoded, and mirrored by `tf.reverse`, in a map of its
+  own; each worker keeps its remainder and the trainer regroups the batches."""
+  augment: Callable[[dict[str, Any], tf.Tensor | None], tuple[tf.Tensor, tf.Tensor]]
+  augment = (reader.cropped if reader.stored_size is None
+             else lambda example, _: reader.decoded(example))
+
+  def augmented(record: tf.Tensor, seeds: tf.Tensor | None) -> tuple[tf.Tensor, tf.Tensor]:
+    image, label = augment(reader.parse(record), seeds)
+    if flip:  # Its draw apart from the crop's, which takes `seeds` as they are.
+      mirrored = _mirrored([], None if seeds is None else tf.reverse(seeds, [0]))
+      image = tf.cond(mirrored, lambda: tf.reverse(image, [1]), lambda: image)
+    return image, label
+
+  if seed is None or not (flip or reader.stored_size is None):
+    # Unseeded (or drawing nothing), the random ops draw from the op's own
+    # generator: no seeds to make or zip.
+    ds = ds.map(lambda record: augmented(record, None), num_parallel_calls=AUTOTUNE,
+                deterministic=deterministic)
+  else:
+    # Seeds repeatable whatever the parallelism, different every epoch: one
+    # random int64 per example (the stateless ops' seed pair is it and a constant).
+    seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+    ds = tf.data.Dataset.zip(ds, seeds).map(
+        lambda record, drawn: augmented(record, _seed_pair(drawn)),
+        num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+  return ds.batch(batch, drop_remainder=False)
 
 
 def evaluation_dataset(
@@ -232,29 +255,50 @@ def evaluation_dataset(
   `full`) centre-cropped to a square and resized to `image_size`. Nothing is
   dropped: the last batch may be smaller.
 
-  Args: as `training_dataset`, without shuffling and seed. `cache=` keeps the
-  images as they are batched (for `full` too: its evaluation crops are fixed).
+  Args:
+    name: a built config, e.g. `"korean_food/224"` or `"flowers_dataset/full"`.
+    split: any TFDS split expression, e.g. `"validation"` or `"test[:50%]"`.
+    batch_size: the global batch size, >= 1. With `input_context`, each
+      worker's batches hold its share (`get_per_replica_batch_size`).
+    image_size: the side S of the square images; default the stored size.
+      Required for `full` configs.
+    data_dir: where the dataset was built; TFDS's default when None.
+    input_context: from `tf.distribute.Strategy.distribute_datasets_from_function`;
+      each input pipeline gets a disjoint part of the examples.
+    data_service: `"grpc://HOST:PORT"` of a tf.data service dispatcher (or a
+      `data_service.Service`, for its compression and watchdog): the reading
+      and decoding run on its workers (`photo_datasets.data_service`), which
+      stream the batches here.
+    cache: `None` (read and decode every time), `"memory"`, or a directory
+      for a disk cache (a local disk): the images are kept as they are
+      batched once a first pass has read them whole, for `full` too (its
+      evaluation crops are fixed). Refused with `data_service`, and for a
+      memory cache larger than half the free memory.
 
   Returns:
-    A `tf.data.Dataset` of `(uint8 images (B, S, S, 3), int64 labels (B,))`.
+    A `tf.data.Dataset` of `(uint8 images (B, S, S, 3), int64 labels (B,))`,
+    in stored order; the last batch may hold fewer than B.
 
   Raises:
     ValueError: on a bad argument, naming it.
   """
   _check_counts(batch_size=batch_size, shuffle_buffer=0)
   cache_policy.check_argument(cache, served=data_service is not None)
-  reader = _Reader(name, split, data_dir, image_size, input_context, served=data_service is not None)
+  reader = _Reader(name, split, data_dir, image_size, input_context,
+                   served=data_service is not None)
   if cache is not None:
     ds = reader.cached(cache, reader.centred)
   else:
-    ds = reader.records(shuffle_files=False).map(lambda record: reader.centred(reader.parse(record)),
-                                                 num_parallel_calls=AUTOTUNE)
+    ds = reader.records(shuffle_files=False).map(
+        lambda record: reader.centred(reader.parse(record)), num_parallel_calls=AUTOTUNE)
   batch = reader.batch_size(batch_size)
   ds = ds.batch(batch)
-  return _served(ds, data_service, reader, training=False, seed=None, batch_size=batch).prefetch(AUTOTUNE)
+  return _served(ds, data_service, reader, training=False, seed=None,
+                 batch_size=batch).prefetch(AUTOTUNE)
 
 
-def random_crop_window(shape: tf.Tensor, box: tf.Tensor, has_box: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+def random_crop_window(shape: tf.Tensor, box: tf.Tensor, has_box: tf.Tensor,
+                       seed: tf.Tensor) -> tf.Tensor:
   """An Inception-style crop `[top, left, height, width]` in pixels of an
   image of `shape` (height, width, channels): the whole relative `box`
   (ymin, xmin, ymax, xmax) inside it when `has_box`, else any crop covering a
@@ -279,13 +323,16 @@ def centre_window(shape: tf.Tensor, box: tf.Tensor) -> tf.Tensor:
   return tf.cast(tf.stack([top, left, side, side]), tf.int32)
 
 
-def _served(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset], data_service: str | service.Service | None,
-            reader: _Reader, *, training: bool, seed: int | None, batch_size: int) -> tf.data.Dataset:
-  """`ds` (or the epochs `ds(epoch_seed)`) as it comes from the tf.data service at `data_service`."""
+def _served(ds: tf.data.Dataset | Callable[[tf.Tensor], tf.data.Dataset],
+            data_service: str | service.Service | None, reader: _Reader, *, training: bool,
+            seed: int | None, batch_size: int) -> tf.data.Dataset:
+  """`ds` (or the epochs `ds(epoch_seed)`) as it comes from the tf.data service at
+  `data_service`."""
   if data_service is None:
     assert isinstance(ds, tf.data.Dataset)
     return ds
-  served = service.distribute(ds, data_service, training=training, seed=seed, batch_size=batch_size)
+  served = service.distribute(ds, data_service, training=training, seed=seed,
+                              batch_size=batch_size)
   if reader.input_context is not None:
     return served
   # The batches of an epoch in-process, so Keras knows every epoch's steps.
@@ -305,7 +352,8 @@ def _usable_cores() -> int:
 
 def _crop_seeds(count: tf.Tensor, drawn: tf.Tensor) -> tf.Tensor:
   """A seed pair for each of a batch's `count` crops, from the batch's one draw."""
-  return tf.random.stateless_uniform([count, 2], seed=_seed_pair(drawn), maxval=_SEEDS, dtype=tf.int64)
+  return tf.random.stateless_uniform([count, 2], seed=_seed_pair(drawn), maxval=_SEEDS,
+                                     dtype=tf.int64)
 
 
 def _seed_pair(drawn: tf.Tensor, stream: int = 0) -> tf.Tensor:
@@ -315,11 +363,13 @@ def _seed_pair(drawn: tf.Tensor, stream: int = 0) -> tf.Tensor:
 def _mirrored(shape: Any, seeds: tf.Tensor | None) -> tf.Tensor:
   """Whether to mirror each image: true with probability 1/2, stateless draws
   from `seeds`, or, without seeds, draws of the op's own generator."""
-  draws = tf.random.uniform(shape) if seeds is None else tf.random.stateless_uniform(shape, seed=seeds)
+  draws = (tf.random.uniform(shape) if seeds is None
+           else tf.random.stateless_uniform(shape, seed=seeds))
   return draws < 0.5
 
 
-def _flipped_batches(ds: tf.data.Dataset, seed: int | tf.Tensor | None, deterministic: bool) -> tf.data.Dataset:
+def _flipped_batches(ds: tf.data.Dataset, seed: int | tf.Tensor | None,
+                     deterministic: bool) -> tf.data.Dataset:
   """The batches of `ds` with each image mirrored left to right with
   probability 1/2: one draw for a whole batch (with a seed, from a
   `Dataset.random` of its own, one int64 a batch), the mirroring by OpenCV in
@@ -330,18 +380,21 @@ def _flipped_batches(ds: tf.data.Dataset, seed: int | tf.Tensor | None, determin
                   num_parallel_calls=AUTOTUNE, deterministic=deterministic)
   seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
   return tf.data.Dataset.zip(ds, seeds).map(
-      lambda batch, drawn: _mirror(batch[0], batch[1], _mirrored(tf.shape(batch[1]), _seed_pair(drawn, stream=1))),
+      lambda batch, drawn: _mirror(
+          batch[0], batch[1], _mirrored(tf.shape(batch[1]), _seed_pair(drawn, stream=1))),
       num_parallel_calls=AUTOTUNE, deterministic=deterministic)
 
 
-def _mirror(images: tf.Tensor, labels: tf.Tensor, mirrored: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+def _mirror(images: tf.Tensor, labels: tf.Tensor,
+            mirrored: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
   flipped = tf.numpy_function(_mirror_in_place, [images, mirrored], tf.uint8, stateful=False)
   return tf.ensure_shape(flipped, images.shape), labels
 
 
 def _mirror_in_place(images: np.ndarray, mirrored: np.ndarray) -> np.ndarray:
-  # OpenCV's flip, in the batch's own buffer, which nothing else holds: about 6 us an image against
-  # tf.reverse's 80 to 180 us, which moves uint8 pixels one byte at a time (docs/reading.md).
+  # OpenCV's flip, in the batch's own buffer, which nothing else holds: about 6 us an image
+  # against tf.reverse's 80 to 180 us, which moves uint8 pixels one byte at a time
+  # (docs/reading.md#where-the-224-training-paths-time-goes).
   if not images.flags.writeable:
     images = images.copy()
   for index in np.flatnonzero(mirrored):
@@ -350,16 +403,18 @@ def _mirror_in_place(images: np.ndarray, mirrored: np.ndarray) -> np.ndarray:
 
 
 def _check_batch_fits(reader: _Reader, batch: int) -> None:
-  """A training batch larger than the examples of its input pipeline would yield no batch at all, as the last,
-  incomplete one is dropped: an error, not a batch size quietly changed (`photo_datasets.train` caps it)."""
+  """A training batch larger than the examples of its input pipeline would yield no batch at
+  all, as the last, incomplete one is dropped: an error, not a batch size quietly changed
+  (`photo_datasets.train` caps it)."""
   examples = reader.builder.info.splits[reader.split].num_examples
   pipelines = reader.input_context.num_input_pipelines if reader.input_context else 1
   if examples < batch * pipelines:
     each = f" for each of {pipelines} input pipelines" if pipelines > 1 else ""
     raise ValueError(
         f"batch_size {batch}{each} is larger than the {examples} examples of {reader.builder.name}/"
-        f"{reader.builder.builder_config.name} split {reader.split!r}: training would get no batch (the last, "
-        f"incomplete one is dropped). Give a batch_size of at most {examples // pipelines}, or a larger split.")
+        f"{reader.builder.builder_config.name} split {reader.split!r}: training would get no "
+        "batch (the last, incomplete one is dropped). Give a batch_size of at most "
+        f"{examples // pipelines}, or a larger split.")
 
 
 def _leave_accelerators_to_keras() -> None:
@@ -395,10 +450,13 @@ class _Reader:
     # tf.train.Example holds integers and booleans as int64: parsed so, then cast.
     serialized = self.builder.info.features.get_serialized_info()
     # Only `full`'s crops read the box.
-    keys = ("image", "label", "bbox", "has_bbox") if self.has_box and stored is None else ("image", "label")
+    keys = (("image", "label", "bbox", "has_bbox") if self.has_box and stored is None
+            else ("image", "label"))
     self._dtypes = {key: serialized[key].tf_dtype for key in keys}
-    self._spec = {key: tf.io.FixedLenFeature(serialized[key].shape, tf.int64 if dtype.is_integer or dtype.is_bool
-                                             else dtype) for key, dtype in self._dtypes.items()}
+    self._spec = {
+        key: tf.io.FixedLenFeature(serialized[key].shape,
+                                   tf.int64 if dtype.is_integer or dtype.is_bool else dtype)
+        for key, dtype in self._dtypes.items()}
 
   def batch_size(self, global_batch_size: int) -> int:
     if self.input_context is None:
@@ -407,10 +465,12 @@ class _Reader:
     return per_worker
 
   def _part(self) -> tuple[list[Any], int, int, bool]:
-    """(file instructions, pipelines, this pipeline's index, whole files each) of this pipeline's part."""
+    """(file instructions, pipelines, this pipeline's index, whole files each) of this
+    pipeline's part."""
     instructions = list(self.builder.info.splits[self.split].file_instructions)
     context = self.input_context
-    pipelines, index = (context.num_input_pipelines, context.input_pipeline_id) if context else (1, 0)
+    pipelines, index = ((context.num_input_pipelines, context.input_pipeline_id) if context
+                        else (1, 0))
     by_file = pipelines > 1 and len(instructions) >= pipelines
     if by_file:
       instructions = instructions[index::pipelines]
@@ -422,14 +482,17 @@ class _Reader:
     total = sum(i.take for i in instructions)
     return total if by_file or pipelines == 1 else len(range(index, total, pipelines))
 
-  def cached(self, cache: str, decode: Callable[[dict[str, Any]], tuple[tf.Tensor, tf.Tensor]]) -> tf.data.Dataset:
-    """This pipeline's part, in stored order, `decode`d and cached in memory or under the directory `cache`."""
+  def cached(self, cache: str,
+             decode: Callable[[dict[str, Any]], tuple[tf.Tensor, tf.Tensor]]) -> tf.data.Dataset:
+    """This pipeline's part, in stored order, `decode`d and cached in memory or under the
+    directory `cache`."""
     ds = self.records(shuffle_files=False).map(lambda record: decode(self.parse(record)),
                                                num_parallel_calls=AUTOTUNE)
     needed = self.examples() * (self.size * self.size * 3 + 64)  # Pixels, and a label and headers.
     if cache == "memory":
-      cache_policy.check_memory(needed, f"{self.builder.name}/{self.builder.builder_config.name} split {self.split!r}",
-                                f"{self.examples():,} images of {self.size}x{self.size}x3 uint8")
+      cache_policy.check_memory(
+          needed, f"{self.builder.name}/{self.builder.builder_config.name} split {self.split!r}",
+          f"{self.examples():,} images of {self.size}x{self.size}x3 uint8")
       return ds.cache()
     return ds.cache(self._cache_prefix(cache, decode))
 
@@ -438,7 +501,8 @@ class _Reader:
     left by a killed process (its lockfile) is discarded."""
     config = self.builder.builder_config.name
     _, pipelines, index, _ = self._part()
-    # Training and evaluation apart: Keras validates while training's iterator, which may still hold its lock, lives.
+    # Training and evaluation apart: Keras validates while training's iterator, which may still
+    # hold its lock, lives.
     what = "evaluation" if decode == self.centred else "training"
     part = f"_part{index}of{pipelines}" if pipelines > 1 else ""
     split = re.sub(r"[^A-Za-z0-9]+", "_", self.split).strip("_")
@@ -509,20 +573,25 @@ class _Reader:
     image = tf.switch_case(steps, [decode_at(ratio) for ratio in _DCT_RATIOS])
     return self._resized(image, antialias=False)
 
-  def cropped(self, example: dict[str, Any], seeds: tf.Tensor | None) -> tuple[tf.Tensor, tf.Tensor]:
+  def cropped(self, example: dict[str, Any],
+              seeds: tf.Tensor | None) -> tuple[tf.Tensor, tf.Tensor]:
     """Training on `full`: a random crop containing the box."""
     if seeds is None:  # The crop's sampler takes seeds only.
       seeds = tf.random.uniform([2], maxval=_SEEDS, dtype=tf.int64)
     encoded = example["image"]
     has_box = example["has_bbox"] if self.has_box else tf.constant(False)
-    window = random_crop_window(tf.io.extract_jpeg_shape(encoded), self._box(example), has_box, seeds)
-    return tf.ensure_shape(self._decode_window(encoded, window), (self.size, self.size, 3)), example["label"]
+    window = random_crop_window(tf.io.extract_jpeg_shape(encoded), self._box(example), has_box,
+                                seeds)
+    return (tf.ensure_shape(self._decode_window(encoded, window), (self.size, self.size, 3)),
+            example["label"])
 
-  def augmented_batch(self, records: tf.Tensor, seeds: tf.Tensor | None) -> tuple[tf.Tensor, tf.Tensor]:
+  def augmented_batch(self, records: tf.Tensor,
+                      seeds: tf.Tensor | None) -> tuple[tf.Tensor, tf.Tensor]:
     """Training images from a batch of serialized examples, parsed together,
     each then decoded (on `full`, cropped with its row of `seeds`) in this one
-    call: tf.data's own cost of an element of a map, about 35 us here, is paid
-    once a batch."""
+    call: tf.data's own cost of an element of a map, about 35 us
+    (docs/reading.md#where-the-224-training-paths-time-goes), is paid once a
+    batch."""
     examples = {key: tf.cast(value, self._dtypes[key])
                 for key, value in tf.io.parse_example(records, self._spec).items()}
     if seeds is not None:
@@ -532,14 +601,15 @@ class _Reader:
       images = tf.map_fn(lambda example: self.cropped(example, example.get("seeds"))[0], examples,
                          fn_output_signature=image_spec)
     else:
-      images = tf.map_fn(lambda example: self.decoded(example)[0], examples, fn_output_signature=image_spec)
+      images = tf.map_fn(lambda example: self.decoded(example)[0], examples,
+                         fn_output_signature=image_spec)
     return images, examples["label"]
 
   def decoded(self, example: dict[str, Any]) -> tuple[tf.Tensor, tf.Tensor]:
     """A sized config's stored image (resized if asked)."""
     # Smaller than stored: libjpeg decodes at 1/2, 1/4 or 1/8 of the size
-    # directly, 2.5 times faster than a full decode and resize, and as close to
-    # an area downscale (docs/performance.md, "Reading: from photo files to batches").
+    # directly, in less than half the time of a full decode and resize, and
+    # closer to an area downscale (docs/performance.md#reading-from-photo-files-to-batches).
     assert self.stored_size is not None
     scaled = {r: -(-self.stored_size // r) for r in _DCT_RATIOS}  # libjpeg rounds up.
     ratio = max(r for r in _DCT_RATIOS if scaled[r] >= self.size)
@@ -554,4 +624,5 @@ class _Reader:
       return self.decoded(example)
     encoded = example["image"]
     window = centre_window(tf.io.extract_jpeg_shape(encoded), self._box(example))
-    return tf.ensure_shape(self._decode_window(encoded, window), (self.size, self.size, 3)), example["label"]
+    return (tf.ensure_shape(self._decode_window(encoded, window), (self.size, self.size, 3)),
+            example["label"])

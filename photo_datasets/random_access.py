@@ -1,4 +1,4 @@
-"""Random access to a built config: an ArrayRecord copy beside its TFRecords, and two loaders over it.
+"""Random access to a built config: an ArrayRecord copy beside its TFRecords, two loaders over it.
 
   python -m photo_datasets.random_access NAME [--data_dir DIR]   # e.g. korean_food/224
 
@@ -29,7 +29,7 @@ start worker processes with `spawn`; each decodes with PIL and opens its own
 ArrayRecord readers (the data source is pickled without them). This module
 imports no TensorFlow, but a spawned worker runs the top-level imports of the
 program's main module again: a script that imports TensorFlow at its top pays
-that import (about 1 GB) in every worker, once.
+that import in every worker, once.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 import tensorflow_datasets as tfds
 
+from photo_datasets import tfds_private
 from photo_datasets.reading import built
 
 ARRAY_RECORD = "array_record"
@@ -55,31 +56,33 @@ Example = tuple[npt.NDArray[np.uint8], np.int64]
 
 
 def add_array_record(name: str, data_dir: str | os.PathLike[str] | None = None) -> str:
-  """Adds an ArrayRecord copy to the built config `name` (e.g. `"korean_food/224"`),
-  with TFDS's `convert_format`; returns the config's version folder.
+  """Adds an ArrayRecord copy to the built config `name`, with TFDS's `convert_format`.
 
   Does nothing where the copy is complete; converts missing shards only.
   A rebuild (`--overwrite`) removes the copy: run this again after it.
 
+  Args:
+    name: a built config, e.g. `"korean_food/224"`.
+    data_dir: where it was built; None for TFDS's default.
+
+  Returns:
+    The config's version folder, which then holds the ArrayRecord files.
+
   Raises:
-    ValueError: the config is not built in `data_dir`.
+    ValueError: the config is not built in `data_dir` (`built.NotBuiltError`).
     PermissionError: its folder cannot be written (a read-only data dir).
     RuntimeError: TFDS did not register the copy.
   """
-  # `tfds convert_format` itself; imported here, as it imports Beam's names lazily.
-  from tensorflow_datasets.scripts.cli import convert_format_utils
-
   builder = built.open_built(name, data_dir)
   version_dir: str = os.fspath(builder.data_dir)
   if not os.access(version_dir, os.W_OK):  # TFDS would fail deep in its writer, twice.
     raise PermissionError(errno.EACCES, f"cannot add an ArrayRecord copy to {name}: its folder "
                           "cannot be written, and the copy goes beside its records. Copy the "
                           "folder into a data dir you can write and run this there", version_dir)
-  # One worker: with more, TFDS 4.9.10 runs the conversion in a thread pool and drops its exceptions.
-  convert_format_utils.convert_dataset(out_dir=None, out_file_format=ARRAY_RECORD,
-                                       dataset_version_dir=[version_dir], num_workers=1, fail_on_error=True)
+  tfds_private.convert_to_file_format(version_dir, ARRAY_RECORD)  # `tfds convert_format`.
   if not has_array_record(name, data_dir):
-    raise RuntimeError(f"TFDS converted {version_dir} but did not register {ARRAY_RECORD} in its dataset_info.json.")
+    raise RuntimeError(f"TFDS converted {version_dir} but did not register {ARRAY_RECORD} in "
+                       "its dataset_info.json.")
   return version_dir
 
 
@@ -97,6 +100,14 @@ def data_source(name: str, *, split: str, data_dir: str | os.PathLike[str] | Non
   """`tfds.data_source(name, split=split, data_dir=data_dir)`, with a clear
   error where the ArrayRecord copy is missing.
 
+  Args:
+    name: a built config with an ArrayRecord copy (`add_array_record`), e.g.
+      `"korean_food/224"`.
+    split: a TFDS split expression, e.g. `"train"` or `"test[:50%]"`.
+    data_dir: where the config was built; TFDS's default when None.
+    decoders: TFDS decoders by feature, e.g. `{"image": tfds.decode.SkipDecoding()}`
+      to get the JPEG bytes.
+
   Returns:
     TFDS's `ArrayRecordDataSource`: `len()`, and examples by index as dicts of
     numpy values (images decoded, unless `decoders` says otherwise).
@@ -105,8 +116,9 @@ def data_source(name: str, *, split: str, data_dir: str | os.PathLike[str] | Non
     ValueError: the config is not built, or has no ArrayRecord copy.
   """
   if not has_array_record(name, data_dir):
-    raise ValueError(f"{name} has no ArrayRecord copy: run photo_datasets.random_access.add_array_record "
-                     f"({name!r}, data_dir) once after building it.")
+    raise ValueError(f"{name} has no ArrayRecord copy: run "
+                     f"photo_datasets.random_access.add_array_record ({name!r}, data_dir) once "
+                     "after building it.")
   return tfds.data_source(name, split=split, data_dir=data_dir, decoders=decoders)
 
 
@@ -116,7 +128,8 @@ def sized_source(name: str, *, split: str, data_dir: str | os.PathLike[str] | No
   Raises:
     ValueError: as `data_source`, or the config stores images at their source size.
   """
-  source = data_source(name, split=split, data_dir=data_dir, decoders={"image": tfds.decode.SkipDecoding()})
+  source = data_source(name, split=split, data_dir=data_dir,
+                       decoders={"image": tfds.decode.SkipDecoding()})
   if source.dataset_info.features["image"].shape[0] is None:
     raise ValueError(f"{name} stores images at their source size, and a batch needs one size: "
                      f"use a sized config such as '{name.split('/')[0]}/224'.")
@@ -132,7 +145,8 @@ def decoded(example: dict[str, Any]) -> Example:
   from PIL import Image
 
   with Image.open(io.BytesIO(example["image"])) as image:
-    return np.array(image.convert("RGB")), np.int64(example["label"])  # Writable: torch.as_tensor warns otherwise.
+    # Writable: torch.as_tensor warns otherwise.
+    return np.array(image.convert("RGB")), np.int64(example["label"])
 
 
 class DecodedExamples:
@@ -163,19 +177,32 @@ def torch_loader(
 
   Args:
     name: a sized config with an ArrayRecord copy (`add_array_record`).
+    split: the split to read, e.g. `"train"`.
+    data_dir: where it was built; None for TFDS's default.
+    batch_size: examples per batch.
     shuffle: a new order every epoch; `seed` makes the orders repeatable.
+    seed: of the shuffle; None leaves it to torch's global generator.
     num_workers: decoding processes, kept between epochs; 0 decodes in this
       process. They are spawned, not forked: a child forked from a process that
       has read ArrayRecord files crashes when it reads them (array_record 0.8.6).
     drop_last: leave out the last, incomplete batch (as `pipeline.training_dataset`).
+
+  Returns:
+    The `DataLoader`: each iteration is one epoch of torch tensor batches.
+
+  Raises:
+    ValueError: the config is not built, has no ArrayRecord copy, or stores
+      images at their source size.
+    ImportError: PyTorch is not installed (the package's `torch` extra).
   """
   import torch  # An optional dependency.
 
-  examples: Any = DecodedExamples(name, split=split, data_dir=data_dir)  # Any: not a torch Dataset subclass.
+  # Any: not a torch Dataset subclass.
+  examples: Any = DecodedExamples(name, split=split, data_dir=data_dir)
   generator = None if seed is None else torch.Generator().manual_seed(seed)
   return torch.utils.data.DataLoader(
-      examples, batch_size=batch_size, shuffle=shuffle,
-      generator=generator, num_workers=num_workers, persistent_workers=num_workers > 0, drop_last=drop_last,
+      examples, batch_size=batch_size, shuffle=shuffle, generator=generator,
+      num_workers=num_workers, persistent_workers=num_workers > 0, drop_last=drop_last,
       multiprocessing_context="spawn" if num_workers else None)
 
 
@@ -194,17 +221,31 @@ def grain_dataset(
 
   Args:
     name: a sized config with an ArrayRecord copy (`add_array_record`).
+    split: the split to read, e.g. `"train"`.
+    data_dir: where it was built; None for TFDS's default.
+    batch_size: examples per batch.
     seed: of the shuffle; each epoch is shuffled anew. None draws one.
     num_epochs: epochs in one pass; None repeats forever (keep one iterator:
       each new iterator starts the worker processes again).
-    num_workers: processes (`mp_prefetch`), each making whole batches; 0 works in this process.
-      Their batches arrive in shared memory: close the iterator after use (`it.close()`).
-    drop_remainder: leave out the last, incomplete batch.
+    num_workers: processes (`mp_prefetch`), each making whole batches; 0 works
+      in this process. Their batches arrive in shared memory: close the
+      iterator after use (`it.close()`).
+    drop_remainder: leave out the last, incomplete batch of the pass (batches
+      run on across epochs).
+
+  Returns:
+    The `IterDataset`; `iter()` of it yields the pass's batches.
+
+  Raises:
+    ValueError: the config is not built, has no ArrayRecord copy, or stores
+      images at their source size.
+    ImportError: Grain is not installed (the package's `grain` extra).
   """
   import grain  # An optional dependency.
 
   seed = random.randrange(2**32) if seed is None else seed
-  source = sized_source(name, split=split, data_dir=data_dir)  # Pickled to each worker: readers reopen there.
+  # Pickled to each worker: readers reopen there.
+  source = sized_source(name, split=split, data_dir=data_dir)
   ds = grain.MapDataset.source(source).shuffle(seed=seed).repeat(num_epochs)
   ds = ds.map(decoded).batch(batch_size, drop_remainder=drop_remainder)
   # One thread and two batches per process: Grain's default (16 threads, 500 batches
@@ -212,7 +253,8 @@ def grain_dataset(
   iter_ds = ds.to_iter_dataset(grain.ReadOptions(num_threads=1, prefetch_buffer_size=2))
   if num_workers:
     _parse_absl_flags()
-    iter_ds = iter_ds.mp_prefetch(grain.multiprocessing.MultiprocessingOptions(num_workers=num_workers))
+    iter_ds = iter_ds.mp_prefetch(
+        grain.multiprocessing.MultiprocessingOptions(num_workers=num_workers))
   return iter_ds
 
 

@@ -59,12 +59,13 @@ class Picture:
   image: npt.NDArray[np.uint8]  # (H, W, 3), at most MAX_SIDE on a side.
   label: int
   file_name: str = ""  # Stored examples only.
-  box: Box | None = None  # Drawn as a rectangle; stored `full` korean_food examples with `has_bbox` only.
+  # Drawn as a rectangle; stored `full` korean_food examples with `has_bbox` only.
+  box: Box | None = None
 
 
-def write_grid(name: str, *, split: str = "train", data_dir: str | None = None, out: str | pathlib.Path,
-               count: int = 16, pipeline: bool = False, image_size: int | None = None,
-               seed: int | None = 0) -> pathlib.Path:
+def write_grid(name: str, *, split: str = "train", data_dir: str | None = None,
+               out: str | pathlib.Path, count: int = 16, pipeline: bool = False,
+               image_size: int | None = None, seed: int | None = 0) -> pathlib.Path:
   """Draws `grid_figure(...)` and writes it as a PNG to `out`; returns `out`."""
   figure = grid_figure(name, split=split, data_dir=data_dir, count=count, pipeline=pipeline,
                        image_size=image_size, seed=seed)
@@ -75,7 +76,8 @@ def write_grid(name: str, *, split: str = "train", data_dir: str | None = None, 
 
 
 def grid_figure(name: str, *, split: str = "train", data_dir: str | None = None, count: int = 16,
-                pipeline: bool = False, image_size: int | None = None, seed: int | None = 0) -> Figure:
+                pipeline: bool = False, image_size: int | None = None,
+                seed: int | None = 0) -> Figure:
   """Up to `count` pictures of `split` of the built config `name` in a grid,
   captioned with their class names: stored examples, or with `pipeline` a
   batch of the training pipeline at `image_size`. The same `seed` gives the
@@ -97,7 +99,8 @@ def grid_figure(name: str, *, split: str = "train", data_dir: str | None = None,
     title = f"{name} {split}: training pipeline at {size}x{size}, seed {seed}"
   else:
     if image_size is not None:
-      raise ValueError("image_size (--image_size) applies to the training pipeline only: add --pipeline.")
+      raise ValueError("image_size (--image_size) applies to the training pipeline only: "
+                       "add --pipeline.")
     pictures = stored_pictures(builder, split=split, count=count, seed=seed)
     title = f"{name} {split}: stored examples"
   if not pictures:
@@ -125,8 +128,9 @@ def stored_pictures(builder: tfds.core.DatasetBuilder, *, split: str, count: int
   return pictures
 
 
-def pipeline_pictures(builder: tfds.core.DatasetBuilder, name: str, *, split: str, data_dir: str | None,
-                      count: int, image_size: int | None, seed: int | None) -> list[Picture]:
+def pipeline_pictures(builder: tfds.core.DatasetBuilder, name: str, *, split: str,
+                      data_dir: str | None, count: int, image_size: int | None,
+                      seed: int | None) -> list[Picture]:
   """The first batch of `pipeline.training_dataset`, of `count` pictures (or
   the whole split, if smaller: the pipeline drops incomplete batches)."""
   if image_size is None and builder.info.features["image"].shape[0] is None:
@@ -140,13 +144,15 @@ def pipeline_pictures(builder: tfds.core.DatasetBuilder, name: str, *, split: st
   ds = training.training_dataset(name, split=split, batch_size=batch_size, image_size=image_size,
                                  data_dir=data_dir, seed=seed)
   images, labels = next(iter(tfds.as_numpy(ds.take(1))))
-  return [Picture(image=_fitted(image), label=int(label)) for image, label in zip(images, labels, strict=True)]
+  return [Picture(image=_fitted(image), label=int(label))
+          for image, label in zip(images, labels, strict=True)]
 
 
 def caption_function(builder: tfds.core.DatasetBuilder) -> Callable[[int], str]:
   """Label id -> the class name to print: the dataset's description of the
   class where it gives one (`PhotoBuilder.class_descriptions`; korean_food's
-  English names, as its Korean names are missing from matplotlib's default font)."""
+  English names, as its Korean names are missing from matplotlib's default
+  font)."""
   feature = builder.info.features["label"]
   descriptions: dict[str, str] = getattr(builder, "class_descriptions", dict)()
   return lambda label: descriptions.get(feature.int2str(label), str(feature.int2str(label)))
@@ -175,8 +181,8 @@ def _rectangle(box: Box, shape: tuple[int, ...]) -> Rectangle:
   """`box` on an image of `shape` as imshow places it (pixel i spans i-0.5 to i+0.5)."""
   height, width = shape[:2]
   ymin, xmin, ymax, xmax = box
-  return Rectangle((xmin * width - 0.5, ymin * height - 0.5), (xmax - xmin) * width, (ymax - ymin) * height,
-                   fill=False, edgecolor=BOX_COLOUR, linewidth=1.5)
+  return Rectangle((xmin * width - 0.5, ymin * height - 0.5), (xmax - xmin) * width,
+                   (ymax - ymin) * height, fill=False, edgecolor=BOX_COLOUR, linewidth=1.5)
 
 
 def _decoded(encoded: bytes) -> npt.NDArray[np.uint8]:
@@ -198,21 +204,26 @@ def _fitted(image: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
 
 
 def main(argv: list[str] | None = None) -> None:
-  parser = argparse.ArgumentParser(prog="python -m photo_datasets.show", description=(__doc__ or "").splitlines()[0])
-  parser.add_argument("name", metavar="NAME", help="a built config, e.g. korean_food/full or flowers_dataset/224")
-  parser.add_argument("--split", default="train", help="a TFDS split, e.g. train or validation[:50%%]")
+  parser = argparse.ArgumentParser(prog="python -m photo_datasets.show",
+                                   description=(__doc__ or "").splitlines()[0])
+  parser.add_argument("name", metavar="NAME",
+                      help="a built config, e.g. korean_food/full or flowers_dataset/224")
+  parser.add_argument("--split", default="train",
+                      help="a TFDS split, e.g. train or validation[:50%%]")
   parser.add_argument("--data_dir", default=None, help="where it was built (default: TFDS's)")
   parser.add_argument("--out", required=True, type=pathlib.Path, help="the PNG file to write")
   parser.add_argument("--count", type=int, default=16, help="pictures to show")
   parser.add_argument("--seed", type=int, default=0, help="which pictures (and augmentations)")
   parser.add_argument("--pipeline", action="store_true",
-                      help="show a batch of the training pipeline (what the model sees) instead of stored examples")
+                      help="show a batch of the training pipeline (what the model sees) "
+                      "instead of stored examples")
   parser.add_argument("--image_size", type=int, default=None,
                       help="with --pipeline: the side of the pictures; required for full configs")
   args = parser.parse_args(argv)
   try:
-    path = write_grid(args.name, split=args.split, data_dir=args.data_dir, out=args.out, count=args.count,
-                      pipeline=args.pipeline, image_size=args.image_size, seed=args.seed)
+    path = write_grid(args.name, split=args.split, data_dir=args.data_dir, out=args.out,
+                      count=args.count, pipeline=args.pipeline, image_size=args.image_size,
+                      seed=args.seed)
   except built.NotBuiltError as e:
     sys.exit(f"error: {e}")  # Not a misuse of the arguments: no usage text.
   except ValueError as e:

@@ -57,7 +57,8 @@ class TrainResult:
   classes_path: pathlib.Path
   history: dict[str, list[float]]  # Keras's: loss, accuracy, val_loss, val_accuracy per epoch.
   test: dict[str, float] | None  # loss and accuracy on `test`; None when the split is missing.
-  train_images_per_second: float  # Without the run's first batch (graph tracing) when there are more.
+  # Without the run's first batch (graph tracing) when there are more.
+  train_images_per_second: float
   train_images: int  # Images seen in one epoch (the last incomplete batch is dropped).
   batch_size: int  # As used: no more than the train split holds.
   dtype_policy: str  # "float32" or "mixed_float16".
@@ -80,66 +81,59 @@ def train(
 ) -> TrainResult:
   """Trains `model` on the built config `name` and saves it with its history.
 
-  Arguments as the command line's options. A `seed` also seeds Keras's global
-  random generators (initial weights), as `keras.utils.set_random_seed` does.
+  Trains on `train`, validates every epoch on `validation` and evaluates on
+  `test` at the end; a split the build left out is skipped with a note. The
+  arguments are the command line's options.
+
+  Args:
+    name: a built config, e.g. `"korean_food/224"` or `"flowers_dataset/full"`.
+    data_dir: where the config was built; TFDS's default when None.
+    out_dir: where to write `model.keras`, `history.json`, `history.png` and
+      `classes.json`; default `train_out/<name>` (`default_out_dir`).
+    epochs: epochs to train, >= 1.
+    batch_size: images a batch, >= 1; lowered, with a note, to the size of
+      the train split when it is larger.
+    image_size: the side of the square images the model sees; default the
+      stored size. Required for `full` configs.
+    learning_rate: Adam's learning rate.
+    seed: makes the example order, the augmentation and the initial weights
+      repeatable; it also seeds Keras's global random generators, as
+      `keras.utils.set_random_seed` does.
+    mixed_precision: `"auto"` (float16 compute where the Keras backend sees a
+      GPU, `dtype_policy`), `"on"` or `"off"`.
+    model: one of `photo_datasets.models.MODELS`.
+    verbose: Keras's `verbose` for `fit` and `evaluate`.
+
+  Returns:
+    A `TrainResult`: the history, the test metrics, the training speed and
+    where the files went.
 
   Raises:
     TrainError: the request cannot run (names the option to change).
   """
-  if epochs < 1:
-    raise TrainError(f"--epochs must be >= 1, got {epochs}.")
-  if batch_size < 1:
-    raise TrainError(f"--batch_size must be >= 1, got {batch_size}.")
-  if model not in MODELS:
-    raise TrainError(f"--model must be one of {', '.join(MODELS)}, got {model!r}.")
-  if mixed_precision not in MIXED_PRECISION:
-    raise TrainError(f"--mixed_precision must be one of {', '.join(MIXED_PRECISION)}, got {mixed_precision!r}.")
+  _check_options(epochs=epochs, batch_size=batch_size, model=model,
+                 mixed_precision=mixed_precision)
   builder = _built(name, data_dir)
-  info = builder.info
-  stored_size: int | None = info.features["image"].shape[0]
-  if image_size is not None:
-    size = image_size
-  elif stored_size is not None:
-    size = stored_size
-  else:
-    raise TrainError(f"{name} stores images at their source size: give --image_size (e.g. --image_size 224), "
-                     f"or train on a sized config such as {name.split('/')[0]}/224.")
-  splits = {split: split_info.num_examples for split, split_info in info.splits.items() if split_info.num_examples}
-  if "train" not in splits:
-    raise TrainError(f"{name} in {data_dir or 'the default data dir'} has no train split to train on.")
-  skipped = tuple(split for split in ("validation", "test") if split not in splits)
-  for split in skipped:
-    print(f"note: {name} has no {split} split (the build left it out): "
-          + ("no validation during training." if split == "validation" else "no final test."))
-  if batch_size > splits["train"]:
-    print(f"note: --batch_size {batch_size} is more than the {splits['train']} train images: "
-          f"using {splits['train']}.")
-    batch_size = splits["train"]
-
-  try:  # The pipeline checks the rest (image_size range) and names the argument.
-    # Keras's advice: augment in the model on a GPU (where it is free), in tf.data on a CPU.
-    flip_in_model = gpu_visible()
-    train_ds = pipeline.training_dataset(name, batch_size=batch_size, image_size=size, data_dir=data_dir, seed=seed,
-                                         flip=not flip_in_model)
-    validation_ds, test_ds = (
-        None if split in skipped else
-        pipeline.evaluation_dataset(name, split=split, batch_size=batch_size, image_size=size, data_dir=data_dir)
-        for split in ("validation", "test"))
-  except ValueError as e:
-    raise TrainError(str(e)) from e
+  size = _image_size(name, builder.info, image_size)
+  skipped, batch_size = _splits_to_use(name, builder.info, data_dir, batch_size)
+  # Keras's advice: augment in the model on a GPU (where it is free), in tf.data on a CPU.
+  flip_in_model = gpu_visible()
+  train_ds, validation_ds, test_ds = _datasets(name, data_dir, size, batch_size, seed,
+                                               flip_in_model, skipped)
 
   out = pathlib.Path(out_dir if out_dir is not None else default_out_dir(name))
   out.mkdir(parents=True, exist_ok=True)
   if seed is not None:
     keras.utils.set_random_seed(seed)
   policy = dtype_policy(mixed_precision)
-  num_classes: int = info.features["label"].num_classes
+  num_classes: int = builder.info.features["label"].num_classes
   with global_dtype_policy(policy):
     classifier = build_model(model, num_classes, size, flip=flip_in_model)
     classifier.compile(optimizer=keras.optimizers.Adam(learning_rate),
                        loss=keras.losses.SparseCategoricalCrossentropy(), metrics=["accuracy"])
     speed = _Speed(batch_size)
-    fit = classifier.fit(train_ds, validation_data=validation_ds, epochs=epochs, callbacks=[speed], verbose=verbose,
+    fit = classifier.fit(train_ds, validation_data=validation_ds, epochs=epochs,
+                         callbacks=[speed], verbose=verbose,
                          shuffle=False)  # The pipeline shuffles.
     test = None
     if test_ds is not None:
@@ -149,26 +143,97 @@ def train(
   history = {key: [float(value) for value in values] for key, values in fit.history.items()}
   result = TrainResult(
       name=name, out_dir=out, model_path=out / "model.keras", history_path=out / "history.json",
-      plot_path=out / "history.png", classes_path=out / "classes.json", history=history, test=test,
-      train_images_per_second=speed.images_per_second(), train_images=speed.images_per_epoch(), batch_size=batch_size,
-      dtype_policy=policy, skipped_splits=skipped)
+      plot_path=out / "history.png", classes_path=out / "classes.json", history=history,
+      test=test, train_images_per_second=speed.images_per_second(),
+      train_images=speed.images_per_epoch(), batch_size=batch_size, dtype_policy=policy,
+      skipped_splits=skipped)
+  settings = {"data_dir": data_dir, "epochs": epochs, "batch_size": batch_size,
+              "image_size": size, "learning_rate": learning_rate, "seed": seed, "model": model,
+              "dtype_policy": policy, "keras_backend": keras.config.backend()}
+  _save(result, classifier, builder, settings, speed.rates())
+  return result
+
+
+def _check_options(*, epochs: int, batch_size: int, model: str, mixed_precision: str) -> None:
+  """Raises TrainError naming the first option out of its range."""
+  if epochs < 1:
+    raise TrainError(f"--epochs must be >= 1, got {epochs}.")
+  if batch_size < 1:
+    raise TrainError(f"--batch_size must be >= 1, got {batch_size}.")
+  if model not in MODELS:
+    raise TrainError(f"--model must be one of {', '.join(MODELS)}, got {model!r}.")
+  if mixed_precision not in MIXED_PRECISION:
+    raise TrainError(f"--mixed_precision must be one of {', '.join(MIXED_PRECISION)}, "
+                     f"got {mixed_precision!r}.")
+
+
+def _image_size(name: str, info: Any, image_size: int | None) -> int:
+  """The side the model sees: `image_size`, else the config's stored side."""
+  stored_size: int | None = info.features["image"].shape[0]
+  if image_size is not None:
+    return image_size
+  if stored_size is not None:
+    return stored_size
+  raise TrainError(f"{name} stores images at their source size: give --image_size "
+                   f"(e.g. --image_size 224), or train on a sized config such as "
+                   f"{name.split('/')[0]}/224.")
+
+
+def _splits_to_use(name: str, info: Any, data_dir: str | None,
+                   batch_size: int) -> tuple[tuple[str, ...], int]:
+  """The evaluation splits the build left out, and the batch size the train
+  split allows; says so where either differs from what was asked."""
+  splits = {split: split_info.num_examples for split, split_info in info.splits.items()
+            if split_info.num_examples}
+  if "train" not in splits:
+    raise TrainError(f"{name} in {data_dir or 'the default data dir'} has no train split to "
+                     f"train on.")
+  skipped = tuple(split for split in ("validation", "test") if split not in splits)
+  for split in skipped:
+    print(f"note: {name} has no {split} split (the build left it out): "
+          + ("no validation during training." if split == "validation" else "no final test."))
+  if batch_size > splits["train"]:
+    print(f"note: --batch_size {batch_size} is more than the {splits['train']} train images: "
+          f"using {splits['train']}.")
+    batch_size = splits["train"]
+  return skipped, batch_size
+
+
+def _datasets(name: str, data_dir: str | None, size: int, batch_size: int, seed: int | None,
+              flip_in_model: bool, skipped: tuple[str, ...]) -> tuple[Any, Any, Any]:
+  """The train, validation and test datasets (None for a skipped split)."""
+  try:  # The pipeline checks the rest (image_size range) and names the argument.
+    train_ds = pipeline.training_dataset(name, batch_size=batch_size, image_size=size,
+                                         data_dir=data_dir, seed=seed, flip=not flip_in_model)
+    validation_ds, test_ds = (
+        None if split in skipped else
+        pipeline.evaluation_dataset(name, split=split, batch_size=batch_size, image_size=size,
+                                    data_dir=data_dir)
+        for split in ("validation", "test"))
+  except ValueError as e:
+    raise TrainError(str(e)) from e
+  return train_ds, validation_ds, test_ds
+
+
+def _save(result: TrainResult, classifier: keras.Model, builder: Any, settings: dict[str, Any],
+          epoch_rates: list[float]) -> None:
+  """The model, `history.json`, `history.png` and `classes.json` into `result.out_dir`."""
   classifier.save(result.model_path)
   result.history_path.write_text(json.dumps({
-      "name": name,
-      "settings": {"data_dir": data_dir, "epochs": epochs, "batch_size": batch_size, "image_size": size,
-                   "learning_rate": learning_rate, "seed": seed, "model": model, "dtype_policy": policy,
-                   "keras_backend": keras.config.backend()},
-      "history": history,
+      "name": result.name,
+      "settings": settings,
+      "history": result.history,
       "train_images_per_epoch": result.train_images,
-      "train_images_per_second": result.train_images_per_second,  # Without the first batch (graph tracing).
-      "epoch_train_images_per_second": speed.rates(),  # Every batch, tracing included.
-      "test": test,
-      "skipped_splits": list(skipped),
+      # Without the first batch (graph tracing).
+      "train_images_per_second": result.train_images_per_second,
+      "epoch_train_images_per_second": epoch_rates,  # Every batch, tracing included.
+      "test": result.test,
+      "skipped_splits": list(result.skipped_splits),
   }, indent=2) + "\n", encoding="utf-8")
-  plot_history(history, result.plot_path, title=f"{name}, {model}, {size}x{size}")
+  size, model = settings["image_size"], settings["model"]
+  plot_history(result.history, result.plot_path, title=f"{result.name}, {model}, {size}x{size}")
   result.classes_path.write_text(
       json.dumps(class_table(builder), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-  return result
 
 
 def default_out_dir(name: str) -> pathlib.Path:
@@ -250,7 +315,8 @@ class _Speed(keras.callbacks.Callback):  # type: ignore[misc]  # keras ships no 
     super().__init__()
     self.batch_size = batch_size
     self.epochs: list[tuple[int, float]] = []  # (batches, seconds) per epoch.
-    self.first_batch_seconds: float | None = None  # The first batch of the run, which traces the graph.
+    # The first batch of the run, which traces the graph.
+    self.first_batch_seconds: float | None = None
     self._start = self._last = 0.0
     self._batches = 0
 
@@ -269,7 +335,8 @@ class _Speed(keras.callbacks.Callback):  # type: ignore[misc]  # keras ships no 
 
   def rates(self) -> list[float]:
     """Per epoch, all batches (the first epoch's include the graph tracing)."""
-    return [batches * self.batch_size / seconds if seconds > 0 else 0.0 for batches, seconds in self.epochs]
+    return [batches * self.batch_size / seconds if seconds > 0 else 0.0
+            for batches, seconds in self.epochs]
 
   def images_per_epoch(self) -> int:
     return self.epochs[-1][0] * self.batch_size if self.epochs else 0
@@ -286,7 +353,8 @@ class _Speed(keras.callbacks.Callback):  # type: ignore[misc]  # keras ships no 
 def summary(result: TrainResult) -> str:
   """A few lines: speed, accuracies, files."""
   batches = len(result.history["loss"]) * result.train_images // result.batch_size
-  traced = " (one batch: graph tracing included)" if batches <= 1 else " (first batch, graph tracing, left out)"
+  traced = (" (one batch: graph tracing included)" if batches <= 1
+            else " (first batch, graph tracing, left out)")
   lines = [f"{result.name}: {result.train_images} training images per epoch, "
            f"{result.train_images_per_second:.0f} images/s{traced}, {result.dtype_policy}, "
            f"Keras on {keras.config.backend()}"]
@@ -298,23 +366,28 @@ def summary(result: TrainResult) -> str:
   lines.append("  final accuracy: " + ", ".join(accuracies))
   if result.skipped_splits:
     lines.append("  splits left out by the build: " + ", ".join(result.skipped_splits))
-  lines.append(f"  saved in {result.out_dir}: {result.model_path.name}, {result.history_path.name}, "
-               f"{result.plot_path.name} (curves), {result.classes_path.name}")
+  lines.append(f"  saved in {result.out_dir}: {result.model_path.name}, "
+               f"{result.history_path.name}, {result.plot_path.name} (curves), "
+               f"{result.classes_path.name}")
   return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> TrainResult:
-  parser = argparse.ArgumentParser(prog="python -m photo_datasets.train", description=__doc__.splitlines()[0],
+  parser = argparse.ArgumentParser(prog="python -m photo_datasets.train",
+                                   description=__doc__.splitlines()[0],
                                    formatter_class=argparse.ArgumentDefaultsHelpFormatter)
   parser.add_argument("name", help="a built config, e.g. korean_food/224 or flowers_dataset/full")
-  parser.add_argument("--data_dir", help="where the config was built (TFDS's default when not given)")
+  parser.add_argument("--data_dir",
+                      help="where the config was built (TFDS's default when not given)")
   parser.add_argument("--out_dir", help="where to write the results (default train_out/<name>)")
   parser.add_argument("--epochs", type=int, default=5)
   parser.add_argument("--batch_size", type=int, default=64)
   parser.add_argument("--image_size", type=int,
-                      help="side of the square images; default the stored size; required for full configs")
+                      help="side of the square images; default the stored size; required for "
+                           "full configs")
   parser.add_argument("--learning_rate", type=float, default=1e-3)
-  parser.add_argument("--seed", type=int, help="repeatable example order, augmentation and initial weights")
+  parser.add_argument("--seed", type=int,
+                      help="repeatable example order, augmentation and initial weights")
   parser.add_argument("--mixed_precision", choices=MIXED_PRECISION, default="auto",
                       help="auto: mixed_float16 when TensorFlow sees a GPU")
   parser.add_argument("--model", choices=MODELS, default="small")
@@ -322,8 +395,9 @@ def main(argv: list[str] | None = None) -> TrainResult:
   args = parser.parse_args(argv)
   try:
     result = train(args.name, data_dir=args.data_dir, out_dir=args.out_dir, epochs=args.epochs,
-                   batch_size=args.batch_size, image_size=args.image_size, learning_rate=args.learning_rate,
-                   seed=args.seed, mixed_precision=args.mixed_precision, model=args.model,
+                   batch_size=args.batch_size, image_size=args.image_size,
+                   learning_rate=args.learning_rate, seed=args.seed,
+                   mixed_precision=args.mixed_precision, model=args.model,
                    verbose=0 if args.quiet else 2)
   except TrainError as e:
     if isinstance(e.__context__, built.NotBuiltError):

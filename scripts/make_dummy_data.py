@@ -48,9 +48,11 @@ FLOWERS_PLAN = {
     "roses": ("train", "validation", "test"),
 }
 # Authors of the credit lines; some non-ASCII, like the real LICENSE.txt.
-FLOWERS_AUTHORS = ("Ana María", "Joe  Martin", "Vlastimil Koutecký", "Kaja Kozłowska", "Uroš Novina")
+FLOWERS_AUTHORS = ("Ana María", "Joe  Martin", "Vlastimil Koutecký", "Kaja Kozłowska",
+                   "Uroš Novina")
 FLOWERS_LICENSE_HEADER = (
-    "All images in this archive are licensed under the Creative Commons By-Attribution License, available at:",
+    "All images in this archive are licensed under the Creative Commons By-Attribution License, "
+    "available at:",
     "https://creativecommons.org/licenses/by/2.0/",
     "The photographers are listed below, thanks to all of them.",
     "",
@@ -69,7 +71,8 @@ def flowers_files() -> dict[str, bytes]:
     author = FLOWERS_AUTHORS[number % len(FLOWERS_AUTHORS)]
     url = f"https://www.flickr.com/photos/dummy{number}/{1000 + number}/"
     # Both orders of the real file.
-    lines.append(f"{name} CC-BY {url} - by {author}" if number % 2 else f"{name} CC-BY by {author} - {url}")
+    lines.append(f"{name} CC-BY {url} - by {author}" if number % 2
+                 else f"{name} CC-BY by {author} - {url}")
   files["LICENSE.txt"] = ("\n".join(lines) + "\n").encode("utf-8")
   return files
 
@@ -104,7 +107,8 @@ DATASETS = {
 
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("datasets", nargs="*", metavar="DATASET", help=f"any of {', '.join(DATASETS)} (default: all)")
+  parser.add_argument("datasets", nargs="*", metavar="DATASET",
+                      help=f"any of {', '.join(DATASETS)} (default: all)")
   args = parser.parse_args()
   unknown = set(args.datasets) - set(DATASETS)
   if unknown:

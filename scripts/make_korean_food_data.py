@@ -36,11 +36,13 @@ SAMPLE_SEED = 2021
 
 def sample_groups(seed: int) -> dict[str, dict[str, bytes]]:
   """group -> {member name in the group's inner zip -> bytes}."""
-  sizes = [(96, 64), (160, 120), (200, 150), (240, 180), (320, 240), (180, 240), (128, 96), (256, 192)]
+  sizes = [(96, 64), (160, 120), (200, 150), (240, 180), (320, 240), (180, 240), (128, 96),
+           (256, 192)]
   rng = np.random.default_rng(seed)
 
   def clean(index: int, numbers: list[int]) -> dict[str, bytes]:
-    return {f"Img_{index:03d}_{n:04d}.jpg": testing.jpeg(int(rng.integers(1 << 30)), sizes[n % len(sizes)],
+    return {f"Img_{index:03d}_{n:04d}.jpg": testing.jpeg(int(rng.integers(1 << 30)),
+                                                          sizes[n % len(sizes)],
                                                           progressive=bool(n % 3 == 2))
             for n in numbers}
 
@@ -68,8 +70,8 @@ def sample_groups(seed: int) -> dict[str, dict[str, bytes]]:
   galchi = clean(1, [0, 1, 2, 3, 4, 6, 7])
   galchi["Img_001_0008.gif"] = odd["gif"]
   galchi["Img_001_0009.png"] = odd["rgba_png"]
-  galchi["crop_area.properties"] = testing.properties(["Img_001_0001=0,0,80,60", "Img_001_0003=30,20,150,100"],
-                                                      newline="\n")
+  galchi["crop_area.properties"] = testing.properties(
+      ["Img_001_0001=0,0,80,60", "Img_001_0003=30,20,150,100"], newline="\n")
 
   kimchi = clean(119, [0, 2, 4, 8, 9, 10, 12])
   kimchi["Img_119_0001.jpg"] = odd["png_as_jpg"]
@@ -81,15 +83,18 @@ def sample_groups(seed: int) -> dict[str, dict[str, bytes]]:
   kimchi["Img_119_0013.jpg"] = galbi["Img_000_0002.jpg"]  # the same photo in two classes
 
   bibim = clean(72, [0, 1, 2, 3, 5, 6, 7, 8, 9])
-  bibim["crop_area.properties"] = testing.properties(["[sections]", "Img_072_0000=5,5,80,50", "Img_072_0006=0,0,1,1"])
+  bibim["crop_area.properties"] = testing.properties(
+      ["[sections]", "Img_072_0000=5,5,80,50", "Img_072_0006=0,0,1,1"])
   bibim_junk = {
       "__MACOSX/밥/비빔밥/._Img_072_0000.jpg": testing.JUNK["apple_double"],
       "밥/비빔밥/.DS_Store": testing.JUNK[".DS_Store"],
       "밥/비빔밥/Thumbs.db": testing.JUNK["Thumbs.db"],
-      "밥/비빔밥/org_url.csv": testing.JUNK["org_url.csv"] + b"Img_072_0000.jpg,http://example.com/1.jpg\r\n",
+      "밥/비빔밥/org_url.csv": (testing.JUNK["org_url.csv"]
+                             + b"Img_072_0000.jpg,http://example.com/1.jpg\r\n"),
   }
 
-  budae = {"Img_124_0000.jpg": testing.jpeg(seed + 31, (160, 120))}  # 부대찌개 is none of the 150 classes
+  # 부대찌개 is none of the 150 classes
+  budae = {"Img_124_0000.jpg": testing.jpeg(seed + 31, (160, 120))}
 
   return {
       # UTF-8 flag set; the 갈치구이 folder written in NFD, as macOS does.
@@ -105,7 +110,8 @@ def sample_groups(seed: int) -> dict[str, dict[str, bytes]]:
 
 def sample_zip(seed: int) -> bytes:
   groups = sample_groups(seed)
-  inner = {f"{g}.zip": testing.zip_bytes(members, testing.GROUP_ENCODINGS[g]) for g, members in groups.items()}
+  inner = {f"{g}.zip": testing.zip_bytes(members, testing.GROUP_ENCODINGS[g])
+           for g, members in groups.items()}
   inner["__MACOSX/._구이.zip"] = testing.JUNK["apple_double"]
   return testing.zip_bytes(inner, "utf-8", dirs=False)
 
@@ -131,7 +137,8 @@ def main() -> None:
   data = sample_zip(SAMPLE_SEED)
   counts = testing.split_counts(kept_photos(data))
   if not all(counts.values()):
-    raise SystemExit(f"seed {SAMPLE_SEED} leaves a split empty ({counts}): pick another SAMPLE_SEED")
+    raise SystemExit(f"seed {SAMPLE_SEED} leaves a split empty ({counts}): "
+                     f"pick another SAMPLE_SEED")
   SAMPLE_ZIP.parent.mkdir(parents=True, exist_ok=True)
   SAMPLE_ZIP.write_bytes(data)
   print(f"{SAMPLE_ZIP}: {len(data)} bytes, seed {SAMPLE_SEED}, splits {counts}")

@@ -26,7 +26,8 @@ from photo_datasets import testing
 REPO = pathlib.Path(__file__).resolve().parents[1]
 # Real AIHub photos, never copied into the project (the terms forbid it).
 REAL_KFOOD = REPO.parent / "shared" / "realdata" / "kfood"
-BUNDLED = {"flowers_dataset": REPO / "flowers_dataset" / "sample", "korean_food": REPO / "korean_food" / "sample"}
+BUNDLED = {"flowers_dataset": REPO / "flowers_dataset" / "sample",
+           "korean_food": REPO / "korean_food" / "sample"}
 
 
 def _refuse(attempt: Callable[..., str]) -> Callable[..., NoReturn]:
@@ -64,7 +65,8 @@ def no_network() -> Iterator[None]:
   connect = _refuse(lambda *args, **kwargs: f"socket.create_connection{args}")
   look_up = _refuse(lambda *args, **kwargs: f"socket.getaddrinfo{args}")
   with mock.patch.object(downloader._Downloader, "_sync_download", download), \
-      mock.patch.object(socket, "create_connection", connect), mock.patch.object(socket, "getaddrinfo", look_up):
+      mock.patch.object(socket, "create_connection", connect), \
+      mock.patch.object(socket, "getaddrinfo", look_up):
     yield
 
 

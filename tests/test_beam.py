@@ -20,7 +20,8 @@ SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 
 def _examples(builder) -> dict[str, tuple]:
   """file_name -> (split, label, stored image bytes)."""
-  return {name: (ex["split"], ex["label"], ex["image"]) for name, ex in read_examples(builder).items()}
+  return {name: (ex["split"], ex["label"], ex["image"])
+          for name, ex in read_examples(builder).items()}
 
 
 def _thumbnails(builder) -> list[str]:
@@ -83,7 +84,8 @@ def test_a_conversion_failure_is_reported_as_in_a_local_build(tmp_path, monkeypa
 
 
 def _beam_info(records: list[logging.LogRecord]) -> list[str]:
-  return [r.getMessage() for r in records if r.name.startswith("apache_beam") and r.levelno < logging.WARNING]
+  return [r.getMessage() for r in records
+          if r.name.startswith("apache_beam") and r.levelno < logging.WARNING]
 
 
 def test_beam_logs_are_as_quiet_as_a_local_build_unless_the_options_ask(tmp_path, caplog):
@@ -117,13 +119,15 @@ def test_the_job_graph_does_not_grow_with_the_corpus(tmp_path):
   builder = build("korean_food/64", tmp_path / "data", SAMPLE)
   (saved,) = (tmp_path / "data" / "downloads" / "scans").glob("korean_food-*.json")
   scanned, _ = scan_cache.load_scan(epath.Path(saved))
-  corpus = [dataclasses.replace(scanned[i % len(scanned)], file_name=f"구이/갈비구이/Img_000_{i:06d}.jpg",
-                                digest=hashlib.sha256(str(i).encode()).hexdigest()) for i in range(150_513)]
+  corpus = [dataclasses.replace(scanned[i % len(scanned)],
+                                file_name=f"구이/갈비구이/Img_000_{i:06d}.jpg",
+                                digest=hashlib.sha256(str(i).encode()).hexdigest())
+            for i in range(150_513)]
   sizes = {}
   for count in (1_000, len(corpus)):
     pipeline = beam.Pipeline()
-    _ = pipeline | beam_generation.ConvertSplit(corpus[:count], builder._example_maker(SAMPLE), builder.READER,
-                                                tmp_path / f"work-{count}", "train")
+    _ = pipeline | beam_generation.ConvertSplit(corpus[:count], builder._example_maker(SAMPLE),
+                                                builder.READER, tmp_path / f"work-{count}", "train")
     sizes[count] = len(pipeline.to_runner_api().SerializeToString())
   assert sizes[len(corpus)] < 5_000_000, sizes
   assert sizes[len(corpus)] - sizes[1_000] < 200_000, sizes  # About 20 bytes a batch of 64 photos.

@@ -41,7 +41,8 @@ def portable_options(tmp_path_factory) -> Iterator[beam.options.pipeline_options
   pool starts `python` from PATH, this one's."""
   logs = tmp_path_factory.mktemp("beam_services")
   job_port, pool_port = loopback.free_port(), loopback.free_port()
-  env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}"}
+  env = {**os.environ,
+         "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}"}
   services = []
   try:
     for name, args in (("job_service", ["apache_beam.runners.portability.local_job_service_main",
@@ -66,7 +67,8 @@ def portable_options(tmp_path_factory) -> Iterator[beam.options.pipeline_options
 @pytest.mark.parametrize("config", ["224", "full"])
 def test_a_portable_build_gives_the_local_build_byte_for_byte(portable_options, tmp_path, config):
   local = build(f"korean_food/{config}", tmp_path / "local", SAMPLE)
-  portable = build(f"korean_food/{config}", tmp_path / "portable", SAMPLE, beam_options=portable_options)
+  portable = build(f"korean_food/{config}", tmp_path / "portable", SAMPLE,
+                   beam_options=portable_options)
   kept = fingerprint.sha256_of(portable.info.metadata)
   assert kept and kept == fingerprint.sha256_of(local.info.metadata)
   # The record files are those the fingerprint names, hashed again.

@@ -25,9 +25,11 @@ def test_realistic_photos_are_distinct_photo_sized_jpegs_and_no_near_copies(real
     with Image.open(io.BytesIO(data)) as image:
       assert image.format == "JPEG" and image.mode == "RGB"
       sizes.append(max(image.size))
-  assert 250 <= min(sizes) and max(sizes) <= 1400  # The real AIHub photos' 300-1,198 px, within 10 %.
+  # The real AIHub photos' 300-1,198 px, within 10 %.
+  assert 250 <= min(sizes) and max(sizes) <= 1400
   assert near_duplicates.groups([images.inspect_image(data).hashes for data in photos]) == []
-  assert benchmark_corpus.photos(3, seed=3, workers=1)[1] == photos[:3]  # Reproducible from the seed.
+  # Reproducible from the seed.
+  assert benchmark_corpus.photos(3, seed=3, workers=1)[1] == photos[:3]
 
 
 @pytest.mark.real_photos

@@ -21,13 +21,15 @@ def test_the_table_has_150_classes_in_index_order_with_unique_nfc_names():
 
 
 @pytest.mark.parametrize("rows, message", [
-    ("0\t갈비구이\t구이\tGrilled Short Ribs\tgalbi_gui\n2\t갈치구이\t구이\tGrilled Hairtail\tgalchi_gui\n",
+    ("0\t갈비구이\t구이\tGrilled Short Ribs\tgalbi_gui\n"
+     "2\t갈치구이\t구이\tGrilled Hairtail\tgalchi_gui\n",
      "rows must be numbered 0, 1, 2"),
     ("zero\t갈비구이\t구이\tGrilled Short Ribs\tgalbi_gui\n", "is malformed: ValueError"),
     ("0\t갈비구이\t구이\n", "is malformed"),
     ("0\t갈비구이\t구이\ta\ta\n1\t갈비구이\t구이\tb\tb\n", "class names must be unique"),
 ])
-def test_a_malformed_table_raises_a_clear_error(tmp_path: pathlib.Path, monkeypatch, rows: str, message: str):
+def test_a_malformed_table_raises_a_clear_error(tmp_path: pathlib.Path, monkeypatch, rows: str,
+                                                message: str):
   table = tmp_path / "classes.tsv"
   table.write_text(HEADER + rows, encoding="utf-8")
   monkeypatch.setattr(classes, "CLASSES_FILE", table)

@@ -21,7 +21,8 @@ VERSION = str(korean_food.Builder.VERSION)
 SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 
 # `tfds build` as the CLI runs it, its scan's save held until the file argv[1] appears, and its
-# report page written slowly: a build waiting for it would find its records done and its page not yet written.
+# report page written slowly: a build waiting for it would find its records done and its page
+# not yet written.
 _HELD_BUILD = """
 import os, sys, time
 from photo_datasets.building import scan_cache
@@ -46,9 +47,10 @@ main.launch_cli()
 
 def _tfds_build(config: str, data_dir: pathlib.Path, *,
                 held_until: pathlib.Path | None = None) -> subprocess.Popen[str]:
-  args = ["build", "korean_food", "--imports", "korean_food", "--config", config, "--manual_dir", os.fspath(SAMPLE),
-          "--data_dir", os.fspath(data_dir)]
-  command = [sys.executable, "-c", _HELD_BUILD, os.fspath(held_until), *args] if held_until else ["tfds", *args]
+  args = ["build", "korean_food", "--imports", "korean_food", "--config", config,
+          "--manual_dir", os.fspath(SAMPLE), "--data_dir", os.fspath(data_dir)]
+  command = ([sys.executable, "-c", _HELD_BUILD, os.fspath(held_until), *args] if held_until
+             else ["tfds", *args])
   return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           env={**os.environ, "PHOTO_DATASETS_WORKERS": "1"})
 
@@ -89,11 +91,12 @@ def test_builds_at_once_wait_for_the_one_that_builds_and_share_its_scan(tmp_path
         process.wait()
 
   holder = f"pid {first.pid} on {socket.gethostname()}, since "
-  assert (f"korean_food/224: another build of this config is running in {data_dir / 'korean_food' / '224'} "
-          f"({holder}") in second_said
+  assert ("korean_food/224: another build of this config is running in "
+          f"{data_dir / 'korean_food' / '224'} ({holder}") in second_said
   assert second_said.count("waiting for it to end") == 1
   assert f"korean_food/64: another build is scanning {SAMPLE} ({holder}" in other_said
-  # One build's work: one scan (the first's; the 64 reuses it), one set of records written, reused by the second.
+  # One build's work: one scan (the first's; the 64 reuses it), one set of records written,
+  # reused by the second.
   assert "Reusing the scan" not in first_said and "Reusing the scan" in other_said
   assert "korean_food/224: train " in first_said and "korean_food/224: train " not in second_said
   assert "Reusing dataset korean_food" in second_said and "Reusing the scan" not in second_said
@@ -101,7 +104,8 @@ def test_builds_at_once_wait_for_the_one_that_builds_and_share_its_scan(tmp_path
   # The page is the first build's, with its build time: the waiting build left it as it was.
   assert "wrote the missing report page" not in second_said
   page = (data_dir / "korean_food" / "224" / VERSION / "report.html").read_text(encoding="utf-8")
-  assert "s (scan and conversion)" in page and "not recorded (this page was written after" not in page
+  assert "s (scan and conversion)" in page and \
+      "not recorded (this page was written after" not in page
   config_dir = data_dir / "korean_food" / "224"
   assert sorted(p.name for p in config_dir.iterdir()) == [".photo_datasets.lock", VERSION]
   assert not list((data_dir / "downloads" / "scans").glob("*.lock"))
@@ -115,7 +119,8 @@ def test_builds_at_once_wait_for_the_one_that_builds_and_share_its_scan(tmp_path
   assert read_examples(build("korean_food/64", data_dir, SAMPLE, workers=1)) == read_examples(small)
 
 
-# Holds a config's lock and says so; then waits for a line on stdin, or kills itself where argv[2] says.
+# Holds a config's lock and says so; then waits for a line on stdin, or kills itself where argv[2]
+# says.
 _HOLDER = """
 import os, signal, sys
 from photo_datasets.building import disk
@@ -128,8 +133,8 @@ with disk.config_lock(sys.argv[1]) as held:
 
 
 def _holder(config_dir: pathlib.Path, then: str) -> subprocess.Popen[str]:
-  holder = subprocess.Popen([sys.executable, "-c", _HOLDER, os.fspath(config_dir), then], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+  holder = subprocess.Popen([sys.executable, "-c", _HOLDER, os.fspath(config_dir), then],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
   assert holder.stdout is not None and holder.stdout.readline() == "HELD\n"
   return holder
 
@@ -148,7 +153,8 @@ def test_a_second_holder_waits_and_is_told_once_who_holds_the_config(tmp_path):
   started = time.monotonic()
   with disk.config_lock(os.fspath(config_dir), release_soon) as held:
     assert held and holder.wait(timeout=60) == 0
-  assert len(told) == 1 and told[0].startswith(f"pid {holder.pid} on {socket.gethostname()}, since ")
+  assert len(told) == 1 and told[0].startswith(
+      f"pid {holder.pid} on {socket.gethostname()}, since ")
   assert time.monotonic() - started < 60
   assert (config_dir / ".photo_datasets.lock").read_text() == ""  # Let go: nobody is named.
 
@@ -183,5 +189,5 @@ def test_ctrl_c_during_tfds_build_is_one_line(tmp_path):
   said += out
   assert build_process.returncode != 0
   assert "Traceback" not in said and "KeyboardInterrupt" not in said, said[-3000:]
-  assert said.rstrip().endswith("Interrupted. Nothing half-built is kept: the next build of the config removes "
-                                "what this one left and starts again.")
+  assert said.rstrip().endswith("Interrupted. Nothing half-built is kept: the next build of the "
+                                "config removes what this one left and starts again.")

@@ -53,13 +53,15 @@ def test_disk_names_nfd_and_cp949_resolve_to_nfc(tmp_path):
   nfd_dir = tmp_path / testing.nfd("구이") / testing.nfd("갈치구이")
   nfd_dir.mkdir(parents=True)
   (nfd_dir / "Img_001_0000.jpg").write_bytes(b"a")
-  cp949_dir = os.path.join(os.fsencode(tmp_path), "찌개".encode("cp949"), "김치찌개".encode("cp949"))
+  cp949_dir = os.path.join(os.fsencode(tmp_path), "찌개".encode("cp949"),
+                           "김치찌개".encode("cp949"))
   os.makedirs(cp949_dir)
   with open(os.path.join(cp949_dir, b"Img_119_0000.jpg"), "wb") as f:
     f.write(b"b")
   assert testing.nfd("구이") in os.listdir(tmp_path)  # the disk really holds NFD
   found = {file.parts: read() for file, read in corpus.walk(tmp_path)}
-  assert found == {("구이", "갈치구이", "Img_001_0000.jpg"): b"a", ("찌개", "김치찌개", "Img_119_0000.jpg"): b"b"}
+  assert found == {("구이", "갈치구이", "Img_001_0000.jpg"): b"a",
+                   ("찌개", "김치찌개", "Img_119_0000.jpg"): b"b"}
 
 
 # ---------------------------------------------------------------------------
@@ -68,14 +70,16 @@ def test_disk_names_nfd_and_cp949_resolve_to_nfc(tmp_path):
 
 def _group_members() -> dict[str, dict[str, bytes]]:
   return {
-      "구이": {"구이/갈비구이/Img_000_0000.jpg": b"galbi-0", "구이/갈비구이/Img_000_0001.jpg": b"galbi-1",
+      "구이": {"구이/갈비구이/Img_000_0000.jpg": b"galbi-0",
+              "구이/갈비구이/Img_000_0001.jpg": b"galbi-1",
               "구이/갈비구이/crop_area.properties": b"Img_000_0000=1,2,3,4\r\n"},
       "찌개": {"찌개/김치찌개/Img_119_0000.jpg": b"kimchi-0"},
   }
 
 
 def test_nesting_forms_walk_to_the_same_files(tmp_path):
-  expected = {name.split("/", 1)[1]: data for m in _group_members().values() for name, data in m.items()}
+  expected = {name.split("/", 1)[1]: data
+              for m in _group_members().values() for name, data in m.items()}
   for form, root in testing.write_layouts(tmp_path, _group_members()).items():
     found = {"/".join(file.parts[-2:]): read() for file, read in corpus.walk(root)}
     assert found == expected, form
@@ -122,7 +126,8 @@ def test_deflated_members_and_tree_files_read_through_their_span(tmp_path):
     zf.writestr("찌개/김치찌개/Img_119_0000.jpg", photo)
   testing.write_tree(tmp_path / "tree", {"밥/김밥/Img_069_0000.jpg": photo})
   read = {file.parts[-1]: file.span.read() for file, _ in corpus.walk(tmp_path) if file.span}
-  assert read == {name: photo for name in ("Img_000_0000.jpg", "Img_119_0000.jpg", "Img_069_0000.jpg")}
+  assert read == {name: photo
+                  for name in ("Img_000_0000.jpg", "Img_119_0000.jpg", "Img_069_0000.jpg")}
 
 
 def test_a_damaged_member_fails_its_crc_check(tmp_path):
@@ -144,3 +149,25 @@ def test_a_member_in_a_compressed_inner_zip_has_no_span(tmp_path):
     zf.writestr("구이.zip", inner)
   walked = [(file.span, file.size, read()) for file, read in corpus.walk(tmp_path)]
   assert walked == [(None, len(testing.jpeg(3)), testing.jpeg(3))]  # The listing reads it instead.
+
+
+def test_a_build_walks_the_manual_dir_once(tmp_path, monkeypatch):
+  """The folders found by `download.locate` are the ones the disk estimate and the
+  listing read: the manual dir is walked once per build, however many readers."""
+  from korean_food import download, listing
+  from photo_datasets.catalog.build_report import BuildReport
+
+  inner = testing.zip_bytes({GALBI: b"x", "찌개/김치찌개/Img_119_0000.jpg": b"y"}, "utf-8-flag")
+  (tmp_path / "a" / "b").mkdir(parents=True)
+  (tmp_path / "a" / "b" / "kfood.zip").write_bytes(inner)
+  (tmp_path / "구이" / "갈치구이").mkdir(parents=True)
+  (tmp_path / "구이" / "갈치구이" / "Img_001_0000.jpg").write_bytes(b"z")
+  walks = []
+  real_walk = os.walk
+  monkeypatch.setattr(os, "walk", lambda top, *a, **k: walks.append(top) or real_walk(top, *a, **k))
+  source = download.locate(tmp_path)
+  builder = korean_food.Builder(data_dir=tmp_path / "data", workers=1)
+  estimated = builder._estimate_source(source)
+  listed = [c.file_name for c in listing.CorpusListing(source, BuildReport())]
+  assert walks == [os.fspath(tmp_path)]
+  assert estimated == (3, 3) and len(listed) == 3

@@ -1,4 +1,5 @@
-"""croissant.json: every build describes itself in Croissant, and mlcroissant accepts it as it is."""
+"""croissant.json: every build describes itself in Croissant, and mlcroissant accepts it as it
+is."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:ConjunctiveGraph is deprecated:D
 
 SAMPLES = {
     "flowers_dataset/32": pathlib.Path(flowers_dataset.__file__).parent / "sample",
-    "korean_food/full": pathlib.Path(korean_food.__file__).parent / "sample",  # With bbox and has_bbox.
+    # With bbox and has_bbox.
+    "korean_food/full": pathlib.Path(korean_food.__file__).parent / "sample",
 }
 FIELD_TYPES = {
     "flowers_dataset/32": {"image": mlc.DataType.IMAGE_OBJECT, "label": mlc.DataType.INTEGER,
@@ -30,9 +32,10 @@ FIELD_TYPES = {
                          "split": mlc.DataType.TEXT},
 }
 LICENCE_PHRASES = {
-    "flowers_dataset/32": ["CC BY 2.0", "https://creativecommons.org/licenses/by/2.0/", "flower_photos.tgz",
-                           "`attribution`"],
-    "korean_food/full": ["AIHub's terms of use", "https://aihub.or.kr/aihubdata/data/view.do?dataSetSn=79",
+    "flowers_dataset/32": ["CC BY 2.0", "https://creativecommons.org/licenses/by/2.0/",
+                           "flower_photos.tgz", "`attribution`"],
+    "korean_food/full": ["AIHub's terms of use",
+                         "https://aihub.or.kr/aihubdata/data/view.do?dataSetSn=79",
                          "forbid redistribution", "downloads it from there"],
 }
 
@@ -65,10 +68,12 @@ def test_every_record_file_with_its_sha256(builds, name):
   metadata = mlc.Dataset(jsonld=_croissant(builds[name])).metadata
   folder = pathlib.Path(builds[name].data_dir)
   on_disk = {path.name: _sha256(path) for path in folder.glob("*.tfrecord-*")}
-  assert sorted(on_disk) == sorted(file for split in info.splits.values() for file in split.filenames)
+  assert sorted(on_disk) == sorted(file for split in info.splits.values()
+                                   for file in split.filenames)
   assert {f.content_url: f.sha256 for f in metadata.file_objects} == on_disk
   [file_set] = metadata.file_sets
-  assert sorted(p.name for pattern in file_set.includes for p in folder.glob(pattern)) == sorted(on_disk)
+  assert sorted(p.name for pattern in file_set.includes
+                for p in folder.glob(pattern)) == sorted(on_disk)
 
 
 @pytest.mark.parametrize("name", SAMPLES)
@@ -79,7 +84,8 @@ def test_splits_fields_and_class_names_follow_the_info(builds, name):
   assert sizes == {split.name: split.num_examples for split in info.splits.values()}
 
   [examples] = [r for r in dataset.metadata.record_sets if r.id == "examples"]
-  assert {f.name: f.data_types for f in examples.fields} == {k: [t] for k, t in FIELD_TYPES[name].items()}
+  assert {f.name: f.data_types for f in examples.fields} == {
+      k: [t] for k, t in FIELD_TYPES[name].items()}
   # The split field reads the split from the record file's name.
   [split_field] = [f for f in examples.fields if f.name == "split"]
   regex = split_field.source.transforms[0].regex
@@ -101,7 +107,8 @@ def test_licence_and_citation(builds, name):
   for phrase in LICENCE_PHRASES[name]:
     assert phrase in licence
   assert licence == info.redistribution_info.license
-  assert (pathlib.Path(builds[name].data_dir) / "LICENSE").read_text() == licence  # TFDS writes it too.
+  # TFDS writes it too.
+  assert (pathlib.Path(builds[name].data_dir) / "LICENSE").read_text() == licence
   assert metadata.cite_as == info.citation.strip()
   assert metadata.name == name and metadata.version == "1.6.0"
 

@@ -61,12 +61,14 @@ def test_crop_lines_without_section_line():
 
 
 def test_crop_key_with_image_extension_names_the_same_image():
-  parsed = crop_areas.parse_crop_areas(b"Img_001_0006.JPG=30,105,870,367\nImg_001_0007.png=1,2,3,4\n")
+  parsed = crop_areas.parse_crop_areas(b"Img_001_0006.JPG=30,105,870,367\n"
+                                       b"Img_001_0007.png=1,2,3,4\n")
   assert parsed.boxes == {"img_001_0006": (30, 105, 870, 367), "img_001_0007": (1, 2, 3, 4)}
 
 
 def test_crop_lines_not_utf8_do_not_crash():
-  parsed = crop_areas.parse_crop_areas("Img_000_0001=1,2,3,4\r\n# 설명\r\n".encode("cp949") + b"\xff\xfe=1\r\n")
+  parsed = crop_areas.parse_crop_areas("Img_000_0001=1,2,3,4\r\n# 설명\r\n".encode("cp949")
+                                       + b"\xff\xfe=1\r\n")
   assert parsed.boxes == {"img_000_0001": (1, 2, 3, 4)}
   assert len(parsed.bad_lines) == 1
 
@@ -77,7 +79,8 @@ def test_crop_box_inside_image_is_relative_ymin_xmin_ymax_xmax():
 
 
 def test_crop_box_running_past_image_is_clipped():
-  assert images.relative_box((100, 50, 500, 400), 180, 240) == pytest.approx((50 / 240, 100 / 180, 1.0, 1.0))
+  assert images.relative_box((100, 50, 500, 400), 180, 240) == pytest.approx(
+      (50 / 240, 100 / 180, 1.0, 1.0))
   assert images.relative_box((-10, -20, 60, 70), 100, 100) == pytest.approx((0.0, 0.0, 0.5, 0.5))
 
 

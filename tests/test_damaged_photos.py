@@ -27,10 +27,11 @@ pytestmark = pytest.mark.real_photos
 
 CLASS_FOLDER = "구이/갈비구이"
 OTHER_FOLDER = "구이/닭갈비"
-# The formats damaged: `testing.CORPUS_testing.CORPUS_FORMATS`. Garbage goes at these byte offsets of the compressed
-# data, as fractions of the file.
-# libjpeg decodes about 1 in 9 JPEGs with such garbage without a warning (docs/troubleshooting.md), and no
-# decoder can tell them from a photo: these places are among those it reports, in these photos.
+# The formats damaged: `testing.CORPUS_FORMATS`. Garbage goes at these byte offsets of the
+# compressed data, as fractions of the file.
+# libjpeg decodes about 1 in 9 JPEGs with such garbage without a warning (docs/troubleshooting.md),
+# and no decoder can tell them from a photo: these places are among those it reports, in these
+# photos.
 GARBAGE_AT = (0.25, 0.5, 0.75)
 # libwebp checks the frame headers, not the compressed pixels (docs/troubleshooting.md): garbage in
 # the headers, which start 20 bytes in.
@@ -70,8 +71,8 @@ def test_every_damaged_copy_is_rejected_and_the_photo_kept(pictures, fmt):
 
 
 def test_png_damaged_in_its_image_data_is_rejected_before_its_exif_is_read(real_kfood):
-  """The case that stored a PNG partly black: PIL's `getexif` loads a PNG, and its error was taken for a
-  tolerated EXIF one."""
+  """The case that stored a PNG partly black: PIL's `getexif` loads a PNG, and its error was
+  taken for a tolerated EXIF one."""
   data = (real_kfood / "찌개/김치찌개/Img_119_0001.jpg").read_bytes()
   assert data.startswith(b"\x89PNG")
   bad = testing.with_garbage(data, len(data) // 2)
@@ -80,7 +81,8 @@ def test_png_damaged_in_its_image_data_is_rejected_before_its_exif_is_read(real_
 
 
 def test_a_libjpeg_warning_about_metadata_keeps_the_photo(pictures):
-  """libjpeg warns of a JFIF version it does not know: a header matter, the pixels decode completely."""
+  """libjpeg warns of a JFIF version it does not know: a header matter, the pixels decode
+  completely."""
   data = bytearray(testing.encoded(pictures[0], "jpeg"))
   assert data[6:11] == b"JFIF\0"
   data[11] = 2  # Version 2.01.
@@ -90,11 +92,12 @@ def test_a_libjpeg_warning_about_metadata_keeps_the_photo(pictures):
 
 
 @pytest.mark.parametrize("place", testing.PADDING_PLACES)
-@pytest.mark.parametrize("form", ["baseline_jpeg", "progressive_jpeg", "restart_markers_jpeg", "greyscale_jpeg",
-                                  "cmyk_jpeg"])
+@pytest.mark.parametrize("form", ["baseline_jpeg", "progressive_jpeg", "restart_markers_jpeg",
+                                  "greyscale_jpeg", "cmyk_jpeg"])
 def test_a_padded_jpeg_is_kept_with_the_pixels_of_the_photo(pictures, form, place):
-  """Padding of zeros or 0xFF, of any length, between header segments, before the end marker or after it: the
-  photo is kept, decoded to the pixels of the file without it, and the padding libjpeg warned of is counted."""
+  """Padding of zeros or 0xFF, of any length, between header segments, before the end marker or
+  after it: the photo is kept, decoded to the pixels of the file without it, and the padding
+  libjpeg warned of is counted."""
   data = testing.jpeg_forms(pictures[0])[form]
   check, pixels = images.decode_and_inspect(data)
   for name, padding in testing.PADDINGS.items():
@@ -108,9 +111,9 @@ def test_a_padded_jpeg_is_kept_with_the_pixels_of_the_photo(pictures, form, plac
 
 
 def test_arbitrary_bytes_are_kept_between_header_segments_not_after_the_compressed_data(pictures):
-  """Between header segments no decoder reads a byte as a pixel. After the compressed data, a few arbitrary bytes
-  libjpeg reads ahead pass unnoticed (docs/troubleshooting.md measures how many); more cannot be told from compressed
-  data left unread, as damage leaves it."""
+  """Between header segments no decoder reads a byte as a pixel. After the compressed data, a few
+  arbitrary bytes libjpeg reads ahead pass unnoticed (docs/troubleshooting.md measures how many);
+  more cannot be told from compressed data left unread, as damage leaves it."""
   data = testing.jpeg_forms(pictures[0])["baseline_jpeg"]
   stray = bytes(range(1, 65))
   assert images.inspect_image(testing.padded(data, "between_header_segments", stray)).padding == 64
@@ -128,8 +131,9 @@ def _rejected(data: bytes) -> bool:
 
 @pytest.mark.parametrize("form", ["baseline_jpeg", "progressive_jpeg", "restart_markers_jpeg"])
 def test_damage_in_a_padded_jpeg_is_caught_as_without_padding(pictures, form):
-  """Garbage in the compressed data at 9 places: caught in a photo padded with zeros before its end marker
-  exactly where it is caught in the photo without padding (nearly everywhere: docs/troubleshooting.md)."""
+  """Garbage in the compressed data at 9 places: caught in a photo padded with zeros before its
+  end marker exactly where it is caught in the photo without padding (nearly everywhere:
+  docs/troubleshooting.md)."""
   caught = 0
   for picture in pictures:
     data = testing.jpeg_forms(picture)[form]
@@ -138,7 +142,8 @@ def test_damage_in_a_padded_jpeg_is_caught_as_without_padding(pictures, form):
     for tenth in range(1, 10):
       offset = len(data) * tenth // 10
       caught += _rejected(testing.with_garbage(padded, offset))
-      assert _rejected(testing.with_garbage(padded, offset)) == _rejected(testing.with_garbage(data, offset)), tenth
+      assert (_rejected(testing.with_garbage(padded, offset))
+              == _rejected(testing.with_garbage(data, offset))), tenth
   assert caught >= len(pictures) * 9 * 2 // 3
 
 
@@ -165,7 +170,8 @@ def _corpus(pictures: list[Image.Image]) -> tuple[dict[str, bytes], set[str], se
     for picture in pictures:
       data = testing.encoded(picture, fmt)
       for copy in [data, *damaged_copies(data, fmt).values()]:
-        name = f"{CLASS_FOLDER}/Img_000_{number:04d}.jpg"  # Every format named .jpg, as the corpus does.
+        # Every format named .jpg, as the corpus does.
+        name = f"{CLASS_FOLDER}/Img_000_{number:04d}.jpg"
         files[name] = copy
         if copy is not data:
           damaged.add(name)
@@ -178,35 +184,42 @@ def _corpus(pictures: list[Image.Image]) -> tuple[dict[str, bytes], set[str], se
 
 
 def _unusual_corpus(picture: Image.Image) -> dict[str, tuple[bytes, Image.Image]]:
-  """File name -> (a valid file of an unusual kind, or a padded JPEG; the image it shows), in a second class
-  folder. JPEGs are named .png, the others .jpg: the content decides, never the name."""
+  """File name -> (a valid file of an unusual kind, or a padded JPEG; the image it shows), in a
+  second class folder. JPEGs are named .png, the others .jpg: the content decides, never the
+  name."""
   shown = testing.unusual_photos(picture)
   padded = {f"{form}_{place}": (testing.padded(shown[form][0], place, bytes(300)), shown[form][1])
             for form in testing.jpeg_forms(picture) for place in testing.PADDING_PLACES}
-  padded["baseline_jpeg_ff"] = (testing.padded(shown["baseline_jpeg"][0], "before_end_marker", b"\xff" * 300),
-                                picture)
+  padded["baseline_jpeg_ff"] = (
+      testing.padded(shown["baseline_jpeg"][0], "before_end_marker", b"\xff" * 300), picture)
   return {f"{OTHER_FOLDER}/{kind}{'.png' if 'jpeg' in kind else '.jpg'}": value
           for kind, value in (shown | padded).items()}
 
 
-def _assert_stored_as_shown(builder, config: str, unusual: dict[str, tuple[bytes, Image.Image]]) -> None:
-  """Each unusual file is stored as a viewer shows it (first frame, upright, alpha over white), re-encoded."""
+def _assert_stored_as_shown(builder, config: str,
+                            unusual: dict[str, tuple[bytes, Image.Image]]) -> None:
+  """Each unusual file is stored as a viewer shows it (first frame, upright, alpha over white),
+  re-encoded."""
   examples = read_examples(builder)
   for name, (_, shown) in unusual.items():
     stored = tf.io.decode_jpeg(examples[name]["image"], channels=3).numpy().astype(np.float64)
     if config != "full":
-      shown = images.framed(shown, square=True).resize(stored.shape[1::-1], Image.Resampling.BICUBIC)
+      shown = images.framed(shown, square=True).resize(stored.shape[1::-1],
+                                                       Image.Resampling.BICUBIC)
     assert stored.shape[1::-1] == shown.size, (config, name)
     assert np.abs(stored - np.asarray(shown, np.float64)).mean() < 4, (config, name)
 
 
 @pytest.mark.parametrize("order", [("224", "full"), ("full", "224")])
-def test_both_build_orders_skip_every_damaged_file_and_keep_every_valid_one(real_kfood, tmp_path, order):
+def test_both_build_orders_skip_every_damaged_file_and_keep_every_valid_one(
+    real_kfood, tmp_path, order):
   pictures = _real_pictures(real_kfood, 2)
   files, valid, unusable = _corpus(pictures)
   unusual = _unusual_corpus(pictures[0])
-  testing.write_tree(tmp_path / "manual" / "kfood", files | {name: data for name, (data, _) in unusual.items()})
-  padded = {name for name in unusual if "_before_" in name or "_between_" in name or name.endswith("_ff")}
+  testing.write_tree(tmp_path / "manual" / "kfood",
+                     files | {name: data for name, (data, _) in unusual.items()})
+  padded = {name for name in unusual
+            if "_before_" in name or "_between_" in name or name.endswith("_ff")}
   for config in order:  # One download dir: the config built second reuses the first one's scan.
     builder = build(f"korean_food/{config}", tmp_path / "data", tmp_path / "manual",
                     download_dir=tmp_path / "downloads")
@@ -214,7 +227,8 @@ def test_both_build_orders_skip_every_damaged_file_and_keep_every_valid_one(real
     assert set(skipped) == unusable, (config, {n: skipped.get(n) for n in unusable ^ set(skipped)})
     assert set(read_examples(builder)) == valid | set(unusual), config
     _assert_stored_as_shown(builder, config, unusual)
-    with open(pathlib.Path(builder.data_dir) / report_page.CSV_NAME, encoding="utf-8", newline="") as f:
+    with open(pathlib.Path(builder.data_dir) / report_page.CSV_NAME, encoding="utf-8",
+              newline="") as f:
       flagged = {row["file_name"] for row in csv.DictReader(f) if row["flag"] == "padded_jpeg"}
     assert flagged and flagged <= padded, config  # Counted in the report, never silently.
     assert builder.info.metadata["counts"]["padded JPEGs kept"] == len(flagged), config

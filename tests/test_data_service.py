@@ -70,12 +70,14 @@ def service(tmp_path_factory) -> Iterator[loopback.LoopbackService]:
 def _examples(ds: tf.data.Dataset) -> list[tuple[int, str]]:
   """(label, checksum of the image) of every example, in order."""
   return [(int(label), hashlib.sha1(image.tobytes()).hexdigest())
-          for images, labels in ds for image, label in zip(images.numpy(), labels.numpy(), strict=True)]
+          for images, labels in ds
+          for image, label in zip(images.numpy(), labels.numpy(), strict=True)]
 
 
 def _unflipped(image: np.ndarray) -> str:
   """One checksum for an image and its mirror image, so a random flip does not change it."""
-  return min(hashlib.sha1(image.tobytes()).hexdigest(), hashlib.sha1(image[:, ::-1].tobytes()).hexdigest())
+  return min(hashlib.sha1(image.tobytes()).hexdigest(),
+             hashlib.sha1(image[:, ::-1].tobytes()).hexdigest())
 
 
 # ---------------------------------------------------------------------------
@@ -83,8 +85,8 @@ def _unflipped(image: np.ndarray) -> str:
 
 
 @pytest.mark.parametrize("address", [
-    "localhost:5050", "grpc://localhost", "grpc://:5050", "grpc://localhost:0", "grpc://localhost:70000",
-    "http://localhost:5050", "grpc://local host:5050", ""])
+    "localhost:5050", "grpc://localhost", "grpc://:5050", "grpc://localhost:0",
+    "grpc://localhost:70000", "http://localhost:5050", "grpc://local host:5050", ""])
 def test_a_malformed_address_is_refused_with_the_expected_form(address):
   ds = tf.data.Dataset.range(4).batch(2)
   with pytest.raises(ValueError, match=r"grpc://HOST:PORT"):
@@ -92,7 +94,8 @@ def test_a_malformed_address_is_refused_with_the_expected_form(address):
 
 
 def test_addresses_that_are_well_formed_parse():
-  assert data_service.parse_address("grpc://dispatcher.example:5050") == ("dispatcher.example", 5050)
+  assert (data_service.parse_address("grpc://dispatcher.example:5050")
+          == ("dispatcher.example", 5050))
   assert data_service.parse_address("grpc://[::1]:5050") == ("[::1]", 5050)
   assert data_service.parse_address("10.0.0.2:5050", scheme=False) == ("10.0.0.2", 5050)
 
@@ -109,7 +112,8 @@ def test_the_stall_timeout_comes_from_the_environment(monkeypatch):
 # What the mode promises, over two epochs.
 
 
-def test_evaluation_has_the_in_process_batches_with_every_example_once_in_each_epoch(service, shared_dir):
+def test_evaluation_has_the_in_process_batches_with_every_example_once_in_each_epoch(
+    service, shared_dir):
   """The workers' batches regrouped on the trainer: the in-process batch sizes."""
   local = pipeline.evaluation_dataset(NAME, split="train", batch_size=4, data_dir=shared_dir)
   served = pipeline.evaluation_dataset(NAME, split="train", batch_size=4, data_dir=shared_dir,
@@ -121,7 +125,8 @@ def test_evaluation_has_the_in_process_batches_with_every_example_once_in_each_e
     batches = [(int(labels.shape[0]), _examples(tf.data.Dataset.from_tensors((images, labels))))
                for images, labels in served]
     assert [size for size, _ in batches] == in_process
-    assert Counter(example for _, examples in batches for example in examples) == Counter(_examples(local))
+    assert (Counter(example for _, examples in batches for example in examples)
+            == Counter(_examples(local)))
 
 
 def test_training_epochs_hold_the_in_process_batches_each_example_at_most_once(service, shared_dir):
@@ -153,13 +158,15 @@ def test_seeded_training_through_the_service_differs_every_epoch_and_repeats_fro
   first_run, second_run = run(), run()
   assert first_run[0] != first_run[1]  # A new order and new flips every epoch.
   assert first_run == second_run
-  other = pipeline.training_dataset(NAME, batch_size=4, data_dir=one_file_dir, seed=6, data_service=service.address)
+  other = pipeline.training_dataset(NAME, batch_size=4, data_dir=one_file_dir, seed=6,
+                                    data_service=service.address)
   assert _examples(other) != first_run[0]
 
 
 def test_seeded_training_through_the_service_under_a_global_seed_of_zero(service, one_file_dir):
-  """keras.utils.set_random_seed(0) sets TensorFlow's global seed to 0, under which an op seeded by a
-  tensor (each served epoch's seed) cannot be made; the pipeline still serves, and repeats."""
+  """keras.utils.set_random_seed(0) sets TensorFlow's global seed to 0, under which an
+  op seeded by a tensor (each served epoch's seed) cannot be made; the pipeline still
+  serves, and repeats."""
   keras.utils.set_random_seed(0)
   try:
     def run() -> list[tuple[int, str]]:
@@ -174,10 +181,13 @@ def test_seeded_training_through_the_service_under_a_global_seed_of_zero(service
 
 
 def test_two_trainers_on_one_dispatcher_each_get_every_example(service, shared_dir):
-  """Each iteration is a job of its own: two trainers reading at once do not split the epoch between them."""
-  local = Counter(_examples(pipeline.evaluation_dataset(NAME, split="train", batch_size=4, data_dir=shared_dir)))
-  trainers = [iter(pipeline.evaluation_dataset(NAME, split="train", batch_size=4, data_dir=shared_dir,
-                                               data_service=service.address)) for _ in range(2)]
+  """Each iteration is a job of its own: two trainers reading at once do not split the
+  epoch between them."""
+  local = Counter(_examples(pipeline.evaluation_dataset(NAME, split="train", batch_size=4,
+                                                        data_dir=shared_dir)))
+  trainers = [iter(pipeline.evaluation_dataset(NAME, split="train", batch_size=4,
+                                               data_dir=shared_dir, data_service=service.address))
+              for _ in range(2)]
   seen: list[list[tuple[int, str]]] = [[], []]
   while trainers[0] is not None or trainers[1] is not None:  # Batch by batch, in turn.
     for i, trainer in enumerate(trainers):
@@ -200,16 +210,19 @@ def test_a_dispatcher_with_a_work_dir_says_so_and_journals_there(service):
 
 def test_model_fit_trains_through_the_service(service, shared_dir):
   num_classes = tfds.builder(NAME, data_dir=shared_dir).info.features["label"].num_classes
-  train = pipeline.training_dataset(NAME, batch_size=4, data_dir=shared_dir, seed=1, data_service=service.address)
+  train = pipeline.training_dataset(NAME, batch_size=4, data_dir=shared_dir, seed=1,
+                                    data_service=service.address)
   validation = pipeline.evaluation_dataset(NAME, split="train", batch_size=8, data_dir=shared_dir,
                                            data_service=service.address)
   keras.utils.set_random_seed(0)
   model = models.build_model("small", num_classes, 64)
   model.compile("adam", keras.losses.SparseCategoricalCrossentropy(), metrics=["accuracy"])
   history = model.fit(train, validation_data=validation, epochs=2, verbose=0)
-  assert len(history.history["loss"]) == 2 and abs(history.history["loss"][0] - np.log(num_classes)) < 1
+  assert (len(history.history["loss"]) == 2
+          and abs(history.history["loss"][0] - np.log(num_classes)) < 1)
   # The served validation scores are those of the same model on the split read in-process.
-  local = model.evaluate(pipeline.evaluation_dataset(NAME, split="train", batch_size=8, data_dir=shared_dir),
+  local = model.evaluate(pipeline.evaluation_dataset(NAME, split="train", batch_size=8,
+                                                     data_dir=shared_dir),
                          return_dict=True, verbose=0)
   assert history.history["val_loss"][-1] == pytest.approx(local["loss"], rel=1e-4)
   assert history.history["val_accuracy"][-1] == pytest.approx(local["accuracy"])
@@ -253,7 +266,8 @@ def _lines(stream: IO[str]) -> queue.Queue[str]:
 
 def _waited(events: list[dict[str, Any]], outcome: dict[str, Any]) -> float:
   """Seconds from the trainer's event before `outcome` (its epoch's last batch) to `outcome`."""
-  before = [event["time"] for event in events if event["time"] <= outcome["time"] and event is not outcome]
+  before = [event["time"] for event in events
+            if event["time"] <= outcome["time"] and event is not outcome]
   return float(outcome["time"] - max(before))
 
 
@@ -263,9 +277,11 @@ def test_a_killed_worker_stops_the_epoch_within_the_stall_timeout(shared_dir, tm
   with loopback.running(tmp_path) as service:
     victim = service.processes[2]
     trainer = subprocess.Popen(
-        [sys.executable, "-c", TRAINER, service.address, shared_dir, str(victim.pid)], cwd=REPO, text=True,
-        stdout=subprocess.PIPE, stderr=open(tmp_path / "trainer.log", "w"),  # noqa: SIM115
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", data_service.STALL_TIMEOUT_ENV: str(STALL_S)})
+        [sys.executable, "-c", TRAINER, service.address, shared_dir, str(victim.pid)],
+        cwd=REPO, text=True, stdout=subprocess.PIPE,
+        stderr=open(tmp_path / "trainer.log", "w"),  # noqa: SIM115
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
+             data_service.STALL_TIMEOUT_ENV: str(STALL_S)})
     service.processes.append(trainer)
     assert trainer.stdout is not None
     lines = _lines(trainer.stdout)
@@ -280,7 +296,8 @@ def test_a_killed_worker_stops_the_epoch_within_the_stall_timeout(shared_dir, tm
       events.append(event)
       if event["event"] in ("end", "error"):
         outcome[event["epoch"]] = event
-  assert set(outcome) == {1, 2}, f"the trainer hung or failed: {events[-3:]}, see {tmp_path / 'trainer.log'}"
+  assert set(outcome) == {1, 2}, (f"the trainer hung or failed: {events[-3:]}, "
+                                  f"see {tmp_path / 'trainer.log'}")
   assert victim.returncode == -signal.SIGKILL
   for epoch in (1, 2):  # The dead worker's task holds the epoch open until the watchdog gives up.
     if outcome[epoch]["event"] == "error":

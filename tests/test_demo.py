@@ -16,16 +16,19 @@ import flowers_dataset  # noqa: F401  (registers the builder)
 import korean_food  # noqa: F401
 
 CONFIGS = ("224", "full")
-OUTPUTS = {"model.keras", "history.json", "history.png", "classes.json", "examples.png", "training_input.png"}
+OUTPUTS = {"model.keras", "history.json", "history.png", "classes.json", "examples.png",
+           "training_input.png"}
 
 
 def test_the_demo_builds_loads_trains_draws_and_prints_38_lines(tmp_path: pathlib.Path) -> None:
-  done = subprocess.run([sys.executable, "-m", "photo_datasets.demo"], cwd=tmp_path, capture_output=True,
-                        text=True, timeout=600, check=False, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+  done = subprocess.run([sys.executable, "-m", "photo_datasets.demo"], cwd=tmp_path,
+                        capture_output=True, text=True, timeout=600, check=False,
+                        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
   assert done.returncode == 0, done.stderr[-3000:]
   lines = done.stdout.splitlines()
   assert len(lines) == 38, done.stdout  # As the README says.
-  data_dir, out_dir = tmp_path / "demo_data", tmp_path / "demo_out"  # The defaults, in the current folder.
+  # The defaults, in the current folder.
+  data_dir, out_dir = tmp_path / "demo_data", tmp_path / "demo_out"
   for name in ("flowers_dataset", "korean_food"):
     assert {p.name for p in (out_dir / name).iterdir()} == OUTPUTS
     history = json.loads((out_dir / name / "history.json").read_text(encoding="utf-8"))

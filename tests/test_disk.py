@@ -33,7 +33,8 @@ SLACK = 8 << 20
 
 
 def _records(image_size: int | None, photos: int, source_bytes: int) -> int:
-  return int(source_bytes * 1.1) if image_size is None else int(photos * image_size * image_size * 0.55 * 1.1)
+  return (int(source_bytes * 1.1) if image_size is None
+          else int(photos * image_size * image_size * 0.55 * 1.1))
 
 
 def _sample_with_a_broken_file(root: pathlib.Path) -> tuple[pathlib.Path, list[pathlib.Path]]:
@@ -50,17 +51,21 @@ class _Disk:
   def __init__(self, monkeypatch: pytest.MonkeyPatch, *free: int):
     self.free, self.asked = list(free), []
     real_preflight = disk.preflight
-    monkeypatch.setattr(disk, "free_bytes", lambda path: self.free.pop(0) if len(self.free) > 1 else self.free[0])
-    monkeypatch.setattr(disk, "preflight", lambda name, data_dir, needed: self.asked.append(needed) or
+    monkeypatch.setattr(disk, "free_bytes",
+                        lambda path: self.free.pop(0) if len(self.free) > 1 else self.free[0])
+    monkeypatch.setattr(disk, "preflight",
+                        lambda name, data_dir, needed: self.asked.append(needed) or
                         real_preflight(name, data_dir, needed))
 
 
 @pytest.mark.parametrize("config", ["224", "full"])
-def test_the_check_before_the_scan_asks_for_the_estimate_and_stops_one_byte_short(tmp_path, monkeypatch, config):
+def test_the_check_before_the_scan_asks_for_the_estimate_and_stops_one_byte_short(
+    tmp_path, monkeypatch, config):
   manual, files = _sample_with_a_broken_file(tmp_path / "manual")
   size = None if config == "full" else int(config)
   records = _records(size, len(files), sum(f.stat().st_size for f in files))
-  needed = records + (records if size else 0) + SLACK  # 224 converts in the scan: its images wait on disk.
+  # 224 converts in the scan: its images wait on disk.
+  needed = records + (records if size else 0) + SLACK
   checks = _Disk(monkeypatch, needed - 1)
   start = time.monotonic()
   with pytest.raises(disk.NotEnoughDiskSpace) as raised:
@@ -68,22 +73,26 @@ def test_the_check_before_the_scan_asks_for_the_estimate_and_stops_one_byte_shor
   assert time.monotonic() - start < 30
   assert checks.asked == [needed]
   assert str(raised.value) == (
-      f"[Errno 28] Not enough disk space to build flowers_dataset/{config}: it needs about {needed / 1e6:.0f} MB "
-      f"in {tmp_path / 'data'} (its records, and their temporary copies while they are sorted into shards), and "
-      f"{(needed - 1) / 1e6:.0f} MB is free there. Free some space, build into another folder with --data_dir, "
-      f"or build fewer configs (--config 224 needs far less than full).")
+      f"[Errno 28] Not enough disk space to build flowers_dataset/{config}: "
+      f"it needs about {needed / 1e6:.0f} MB in {tmp_path / 'data'} "
+      "(its records, and their temporary copies while they are sorted into shards), and "
+      f"{(needed - 1) / 1e6:.0f} MB is free there. "
+      "Free some space, build into another folder with --data_dir, "
+      "or build fewer configs (--config 224 needs far less than full).")
   # Nothing half-built is left, and nothing was scanned (no saved scan).
   assert not list(_config_dir(tmp_path / "data", f"flowers_dataset/{config}").glob("*/*.tfrecord*"))
   assert not list(_config_dir(tmp_path / "data", f"flowers_dataset/{config}").glob("incomplete.*"))
   assert not list((tmp_path / "data").rglob("scans/*.json"))
 
 
-def test_with_exactly_enough_space_the_build_runs_and_checks_again_from_the_scan(tmp_path, monkeypatch):
+def test_with_exactly_enough_space_the_build_runs_and_checks_again_from_the_scan(
+    tmp_path, monkeypatch):
   manual, files = _sample_with_a_broken_file(tmp_path / "manual")
   photos = [f for f in files if f.name != "broken.jpg"]
   records = _records(224, len(files), 0)
   before_scan = 2 * records + SLACK
-  after_scan = _records(224, len(photos), 0) + SLACK  # The converted images are on disk: the records are left.
+  # The converted images are on disk: the records are left.
+  after_scan = _records(224, len(photos), 0) + SLACK
   checks = _Disk(monkeypatch, before_scan)
   builder = build("flowers_dataset/224", tmp_path / "data", manual)
   assert checks.asked == [before_scan, after_scan]
@@ -106,21 +115,25 @@ def test_the_check_after_the_scan_stops_the_build_before_the_records(tmp_path, m
   with pytest.raises(disk.NotEnoughDiskSpace, match="and 1 MB is free there"):
     build("flowers_dataset/224", tmp_path / "data", FLOWERS)
   assert len(checks.asked) == 2
-  assert list((tmp_path / "data").rglob("scans/*.json"))  # Scanned, and the scan kept for next time ...
+  # Scanned, and the scan kept for next time ...
+  assert list((tmp_path / "data").rglob("scans/*.json"))
   assert not list((tmp_path / "data").rglob("*.tfrecord*"))  # ... but no record written.
 
 
 def test_a_writer_out_of_space_ends_the_build_in_the_same_words(tmp_path, monkeypatch):
-  """ENOSPC from TFDS's record writer, as a full disk raises it, where no small filesystem can be mounted."""
+  """ENOSPC from TFDS's record writer, as a full disk raises it, where no small filesystem can be
+  mounted."""
   def full_disk(*args, **kwargs):
     raise OSError(errno.ENOSPC, "No space left on device")
 
   monkeypatch.setattr(file_adapters.TfRecordFileAdapter, "write_examples", full_disk)
   with pytest.raises(disk.NotEnoughDiskSpace) as raised:
     build("flowers_dataset/full", tmp_path / "data", FLOWERS)
-  assert str(raised.value).startswith("[Errno 28] The disk filled up. Not enough disk space to build "
+  assert str(raised.value).startswith("[Errno 28] The disk filled up. "
+                                      "Not enough disk space to build "
                                       "flowers_dataset/full: it needs about")
-  assert "[Errno 28] No space left on device" in str(raised.value.__cause__)  # As TFDS passes the writer's on.
+  # As TFDS passes the writer's on.
+  assert "[Errno 28] No space left on device" in str(raised.value.__cause__)
   assert not list((tmp_path / "data").rglob("*.tfrecord*"))
 
 
@@ -138,7 +151,8 @@ def test_the_estimate_is_close_to_what_a_build_writes(samples):
 def _tmpfs(path: pathlib.Path, size: str) -> pathlib.Path:
   path.mkdir()
   if not sys.platform.startswith("linux") or subprocess.run(
-      ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True).returncode:
+      ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+      capture_output=True).returncode:
     pytest.skip("cannot mount a small filesystem here (needs Linux and root)")
   return path
 
@@ -146,10 +160,12 @@ def _tmpfs(path: pathlib.Path, size: str) -> pathlib.Path:
 def test_a_disk_that_fills_up_anyway_ends_the_build_in_the_same_words(tmp_path, monkeypatch):
   data_dir = _tmpfs(tmp_path / "small", "2m")  # The sample's full config needs ~6 MB.
   try:
-    monkeypatch.setattr(disk, "free_bytes", lambda path: 10**12)  # The check is fooled: the disk fills up.
+    # The check is fooled: the disk fills up.
+    monkeypatch.setattr(disk, "free_bytes", lambda path: 10**12)
     with pytest.raises(disk.NotEnoughDiskSpace) as raised:
       build("flowers_dataset/full", data_dir, FLOWERS, download_dir=tmp_path / "downloads")
-    assert str(raised.value).startswith("[Errno 28] The disk filled up. Not enough disk space to build "
+    assert str(raised.value).startswith("[Errno 28] The disk filled up. "
+                                        "Not enough disk space to build "
                                         "flowers_dataset/full: it needs about")
     assert not list(data_dir.rglob("*.tfrecord*"))  # Nothing half-built is left behind.
   finally:
@@ -180,19 +196,21 @@ def test_the_next_build_removes_and_reports_what_a_killed_build_left(tmp_path, c
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
   try:
     assert killed.stdout is not None
-    assert any("WRITING" in line for line in killed.stdout), "the build never reached its train split"
+    assert any("WRITING" in line for line in killed.stdout), \
+        "the build never reached its train split"
   finally:
     killed.kill()
     killed.wait()
   config_dir = _config_dir(data_dir, "flowers_dataset/64")
   (leftover,) = config_dir.glob("incomplete.*")
-  (leftover / "bucket_0_000.tmp").write_bytes(os.urandom(2_000_000))  # As TFDS's shuffle spills (> 1 GB).
+  # As TFDS's shuffle spills (> 1 GB).
+  (leftover / "bucket_0_000.tmp").write_bytes(os.urandom(2_000_000))
 
   rebuilt = build("flowers_dataset/64", data_dir, FLOWERS, workers=2)
 
   said = capsys.readouterr().out
-  assert f"flowers_dataset/64: removed what an interrupted build left in {config_dir}: {leftover.name} (2 MB freed)" \
-      in said
+  assert (f"flowers_dataset/64: removed what an interrupted build left in {config_dir}: "
+          f"{leftover.name} (2 MB freed)") in said
   assert f"flowers_dataset/64: the build of pid {killed.pid} on " in said  # Its lock, taken over.
   assert not list(config_dir.glob("incomplete.*"))
   clean = build("flowers_dataset/64", tmp_path / "clean", FLOWERS, workers=2)

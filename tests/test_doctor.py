@@ -60,18 +60,20 @@ def test_a_fast_model_is_input_bound_and_told_the_remedy(data_dir, tmp_path, cap
   out, _ = capsys.readouterr()
   assert report["bound"] == "input" and report["factor"] > 1.1
   assert report["remedy"] in ("cache", "workers")
-  assert report["workers"] == -(-report["rows"][-1]["images_per_second"] // report["rows"][1]["images_per_second"])
+  assert report["workers"] == -(-report["rows"][-1]["images_per_second"]
+                                // report["rows"][1]["images_per_second"])
   # The table: one row per measurement, then the verdict.
   assert "training_dataset, cache='memory'" in out and out.rstrip().endswith(report["verdict"])
   cpu = {row["key"]: row["cpu_us_per_image"] for row in report["rows"]}
-  assert (f"Per image, CPU of all cores: the decode limit {cpu['decode_limit']:,.0f} us; training_dataset "
-          f"{cpu['training']:,.0f} us") in out
+  assert (f"Per image, CPU of all cores: the decode limit {cpu['decode_limit']:,.0f} us; "
+          f"training_dataset {cpu['training']:,.0f} us") in out
   assert f"{cpu['training_model_flips']:,.0f} us with flip=False (the flip: " in out
   assert report["verdict"].startswith("Input-bound")
 
 
 def test_the_verdict_names_the_remedy_that_fits():
-  common = {"limit_rate": 2000.0, "sized": True, "name": "korean_food/224", "size": 224, "stored": 224}
+  common = {"limit_rate": 2000.0, "sized": True, "name": "korean_food/224", "size": 224,
+            "stored": 224}
   cache = doctor.verdict(input_rate=1800, model_rate=9000, cached_rate=20000, fits=True, **common)
   assert (cache["bound"], cache["remedy"], cache["factor"]) == ("input", "cache", 5.0)
   assert "10.0 times the decode limit" in cache["verdict"]
@@ -81,11 +83,14 @@ def test_the_verdict_names_the_remedy_that_fits():
   full = doctor.verdict(input_rate=600, model_rate=9000, cached_rate=None, fits=True, **{
       **common, "sized": False, "name": "korean_food/full", "stored": None})
   assert full["workers"] == 15 and "korean_food/224" in full["verdict"]
-  assert doctor.verdict(input_rate=1800, model_rate=1900, cached_rate=None, fits=True, **common)["bound"] == "matched"
+  assert doctor.verdict(input_rate=1800, model_rate=1900, cached_rate=None, fits=True,
+                        **common)["bound"] == "matched"
 
 
 def test_bad_requests_are_named(data_dir, capsys):
-  with pytest.raises(SystemExit, match="--model must be one of small, mobilenet_v3_small or an existing PATH.keras"):
+  with pytest.raises(SystemExit,
+                     match="--model must be one of small, mobilenet_v3_small or an existing "
+                           "PATH.keras"):
     doctor.main([NAME, "--data_dir", data_dir, "--model", "huge"])
   with pytest.raises(SystemExit, match="has no split 'tain'"):
     doctor.main([NAME, "--data_dir", data_dir, "--split", "tain"])
@@ -96,18 +101,22 @@ def test_a_batch_larger_than_the_split_is_lowered_as_train_does(data_dir, tmp_pa
                         "--model", _saved(tmp_path / "fast.keras", convolutions=0), "--json"])
   examples = report["split_examples"]
   assert examples < 64 and report["batch_size"] == examples
-  assert (f"note: --batch_size 64 is more than the {examples} examples of 'validation': using {examples}."
+  assert (f"note: --batch_size 64 is more than the {examples} examples of 'validation': "
+          f"using {examples}."
           in capsys.readouterr().err)
 
 
 def test_a_split_expression_is_measured_with_a_caveat_for_its_size(data_dir, tmp_path, capsys):
   report = doctor.main([NAME, "--data_dir", data_dir, "--split", "train[:24]", "--batch_size", "8",
-                        "--seconds", "0.2", "--model", _saved(tmp_path / "fast.keras", convolutions=0)])
+                        "--seconds", "0.2",
+                        "--model", _saved(tmp_path / "fast.keras", convolutions=0)])
   out, _ = capsys.readouterr()
   assert report["split"] == "train[:24]" and report["split_examples"] == 24
-  assert report["rows"][0]["images_per_second"] > 0  # The decode limit reads that part of the records.
-  caveat = ("Caveat: 'train[:24]' holds 24 examples, fewer than 10 batches of 8: each measurement reads "
-            "it again and again, so the differences between the rows are within their noise.")
+  # The decode limit reads that part of the records.
+  assert report["rows"][0]["images_per_second"] > 0
+  caveat = ("Caveat: 'train[:24]' holds 24 examples, fewer than 10 batches of 8: each "
+            "measurement reads it again and again, so the differences between the rows are "
+            "within their noise.")
   assert caveat in report["caveat"] and caveat in out
 
 
@@ -115,7 +124,8 @@ def test_a_large_enough_split_has_no_caveat_and_noise_is_not_a_cost(data_dir, tm
   report = doctor.main([NAME, "--data_dir", data_dir, "--batch_size", "8", "--seconds", "0.2",
                         "--model", _saved(tmp_path / "fast.keras", convolutions=0), "--json"])
   assert report["split_examples"] >= 80 and report["caveat"] is None
-  rows = [{"key": "decode_limit", "cpu_us_per_image": 900.0}, {"key": "training", "cpu_us_per_image": 850.0},
+  rows = [{"key": "decode_limit", "cpu_us_per_image": 900.0},
+          {"key": "training", "cpu_us_per_image": 850.0},
           {"key": "training_model_flips", "cpu_us_per_image": 937.0}]
   (said,) = doctor.costs(rows)
   assert "training_dataset 850 us (-50 us, within the noise: reading" in said

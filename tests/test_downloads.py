@@ -45,7 +45,8 @@ from photo_datasets.testing import build, read_examples
 import benchmark_corpus
 
 SAMPLE_ZIP = pathlib.Path(korean_food.__file__).parent / "sample" / "kfood.zip"
-FLOWERS = pathlib.Path(korean_food.__file__).parents[1] / "flowers_dataset" / "sample" / "flower_photos"
+FLOWERS = (pathlib.Path(korean_food.__file__).parents[1] / "flowers_dataset" / "sample"
+           / "flower_photos")
 
 
 def is_padding(parts: tuple[str, ...]) -> bool:
@@ -104,7 +105,8 @@ def expected(realistic, zip64) -> dict[Source, dict[tuple[str, ...], bytes]]:
 def pieces(source: Source, folder: pathlib.Path) -> list[pathlib.Path]:
   written = testing.write_pieces(source.zip, folder, source.piece_size)
   assert len(written) > 10
-  assert [p.name for p in sorted(written, key=lambda p: p.name)] != [p.name for p in written]  # Text order differs.
+  # Text order differs.
+  assert [p.name for p in sorted(written, key=lambda p: p.name)] != [p.name for p in written]
   return written
 
 
@@ -116,7 +118,8 @@ def test_pieces_at_any_depth_read_as_the_zip(source, expected, tmp_path):
   pieces(source, tmp_path / "downloads" / "21.한국음식")
   assert walked(tmp_path) == expected[source]
   spans = [file.span for file, _ in corpus.walk(tmp_path) if not is_padding(file.parts)]
-  assert all(span.path.rsplit(".part", 1)[1].isdigit() for span in spans if span)  # Workers read the pieces.
+  # Workers read the pieces.
+  assert all(span.path.rsplit(".part", 1)[1].isdigit() for span in spans if span)
 
 
 def test_a_photo_across_a_piece_boundary_reads_correctly(source, expected, tmp_path):
@@ -130,7 +133,8 @@ def test_a_photo_across_a_piece_boundary_reads_correctly(source, expected, tmp_p
       assert read() == expected[source][file.parts]
   assert across  # Some photos straddle two pieces, and read whole.
   if source.piece_size == 1 << 30:  # The ZIP64 archive: past 4 GiB.
-    assert min(offset for name, offset in starts.items() if not name.startswith("padding/")) > 4 << 30
+    assert min(offset for name, offset in starts.items()
+               if not name.startswith("padding/")) > 4 << 30
 
 
 def test_download_tar_read_at_its_members_offsets(source, expected, tmp_path):
@@ -207,12 +211,14 @@ def _true_places(written: list[pathlib.Path], joined: pathlib.Path) -> list[Exte
 def _cut_point(source: Source, group: int) -> tuple[int, list[str]]:
   """A cut in the middle of the `group`-th group zip, and the group zips before it."""
   with zipfile.ZipFile(source.zip) as zf:
-    groups = [i for i in zf.infolist() if i.filename.endswith(".zip") and "__MACOSX" not in i.filename]
+    groups = [i for i in zf.infolist()
+              if i.filename.endswith(".zip") and "__MACOSX" not in i.filename]
   cut = groups[group].header_offset + groups[group].compress_size // 2
   return cut, [names.member_name(g) for g in groups[:group]]
 
 
-def _assert_cut(error: pytest.ExceptionInfo[download.DownloadError], size: int, whole: list[str]) -> None:
+def _assert_cut(error: pytest.ExceptionInfo[download.DownloadError], size: int,
+                whole: list[str]) -> None:
   message = str(error.value)
   assert f"ends at {size:,} bytes" in message and "the transfer was cut" in message
   assert download.DOWNLOAD_COMMAND in message and "curl -C -" in message
@@ -221,7 +227,8 @@ def _assert_cut(error: pytest.ExceptionInfo[download.DownloadError], size: int, 
 
 def test_a_cut_kfood_zip_is_refused_naming_the_group_zips_that_arrived(source, tmp_path):
   cut, whole = _cut_point(source, 2)
-  shutil.copyfile(source.zip, tmp_path / "kfood.zip") if cut < 1 << 30 else _sparse_copy(source.zip, tmp_path)
+  (shutil.copyfile(source.zip, tmp_path / "kfood.zip") if cut < 1 << 30
+   else _sparse_copy(source.zip, tmp_path))
   os.truncate(tmp_path / "kfood.zip", cut)
   with pytest.raises(download.DownloadError) as error:
     download.find(tmp_path)
@@ -255,8 +262,8 @@ def test_cut_pieces_and_a_cut_tar_are_refused(source, tmp_path):
   assert f"arrived whole: {', '.join(whole)} ({len(whole)} of 27)" in message
 
 
-# AIHub's tar in any member order: offset order, name order (as a tool that sorts names writes it), and the order
-# of a plain `tar -cf` of a folder (the directory's order).
+# AIHub's tar in any member order: offset order, name order (as a tool that sorts names writes
+# it), and the order of a plain `tar -cf` of a folder (the directory's order).
 @pytest.mark.parametrize("order", ["offset", "name", "shuffled"])
 def test_a_cut_tar_is_named_as_cut_whatever_its_members_order(realistic, tmp_path, order):
   written = pieces(realistic, tmp_path / "21.한국음식")
@@ -272,11 +279,12 @@ def test_a_cut_tar_is_named_as_cut_whatever_its_members_order(realistic, tmp_pat
   with pytest.raises(download.DownloadError) as error:
     download.find(tar.parent)
   message = str(error.value)
-  assert (f"{tar} is cut: it ends at byte {data_start + 1000:,}, in its member 21.한국음식/{stop.name} "
-          f"(1,000 of its {stop.stat().st_size:,} bytes)") in message
+  assert (f"{tar} is cut: it ends at byte {data_start + 1000:,}, in its member "
+          f"21.한국음식/{stop.name} (1,000 of its {stop.stat().st_size:,} bytes)") in message
   arrived = [p.name for p in sorted(members[:len(members) // 2], key=_offset)]
   assert f"The pieces that arrived whole: {', '.join(arrived)} ({len(arrived)})." in message
-  assert "missing" not in message and "curl -C -" in message  # Real pieces only, and the resume hint.
+  # Real pieces only, and the resume hint.
+  assert "missing" not in message and "curl -C -" in message
 
 
 def test_a_tar_cut_in_a_header_is_named_as_cut(realistic, tmp_path):
@@ -287,24 +295,25 @@ def test_a_tar_cut_in_a_header_is_named_as_cut(realistic, tmp_path):
   with tarfile.open(tar, "r:") as opened:
     header = next(m.offset for m in opened if m.name.endswith("/" + written[3].name))
   os.truncate(tar, header + 100)
-  with pytest.raises(download.DownloadError, match=rf"is cut: it ends at byte {header + 100:,}, in the header "
-                                                   rf"after 21.한국음식/{written[2].name}"):
+  with pytest.raises(download.DownloadError,
+                     match=rf"is cut: it ends at byte {header + 100:,}, in the header "
+                           rf"after 21.한국음식/{written[2].name}"):
     download.find(tar.parent)
 
 
-# A join in name order of pieces of any size, 1 MiB and smaller included: found from the bytes, and named
-# with the user's own piece names and size.
+# A join in name order of pieces of any size, 1 MiB and smaller included: found from the bytes,
+# and named with the user's own piece names and size.
 @pytest.mark.parametrize("piece_size", [1 << 20, 256 << 10, 300_000])
-def test_a_name_order_join_of_small_pieces_is_found_and_named_as_it_arrived(realistic, expected, tmp_path,
-                                                                           piece_size):
+def test_a_name_order_join_of_small_pieces_is_found_and_named_as_it_arrived(
+    realistic, expected, tmp_path, piece_size):
   written = testing.write_pieces(realistic.zip, tmp_path / "pieces", piece_size)
   joined = tmp_path / "manual" / "kfood.zip"
   joined.parent.mkdir()
   testing.join_in_name_order(written, joined)
   (archive,) = download.find(joined.parent)
   assert pieced.runs(archive.extents) == pieced.runs(_true_places(written, joined))
-  assert f"is the download's {len(written)} pieces of {pieced.size_in_words(piece_size)} joined in name order" in (
-      archive.note)
+  assert (f"is the download's {len(written)} pieces of {pieced.size_in_words(piece_size)} "
+          f"joined in name order" in archive.note)
   by_name = sorted(p.name for p in written)
   out_of_order = next((a, b) for a, b in itertools.pairwise(by_name)
                       if _offset(pathlib.Path(a)) > _offset(pathlib.Path(b)))
@@ -330,7 +339,8 @@ def test_a_name_order_join_whose_last_piece_stays_last_is_found(tmp_path):
   whole.write_bytes(kfood(7_000_000 - len(kfood(0))))  # Stored: the padding adds its length.
   piece_size = 512 << 10
   order = pieced.text_order(7_000_000, piece_size)
-  assert os.path.getsize(whole) == 7_000_000 and order[-1] == 13 * piece_size and order != sorted(order)
+  assert (os.path.getsize(whole) == 7_000_000 and order[-1] == 13 * piece_size
+          and order != sorted(order))
   written = testing.write_pieces(whole, tmp_path / "pieces", piece_size)
   joined = tmp_path / "manual" / "kfood.zip"
   joined.parent.mkdir()
@@ -364,7 +374,8 @@ def test_a_missing_piece_is_named_with_its_byte_range(source, tmp_path, form):
   with pytest.raises(download.DownloadError) as error:
     download.find(root)
   message = str(error.value)
-  assert (f"kfood.zip.part{offset} (bytes {offset:,}–{offset + source.piece_size - 1:,}) is missing" in message)
+  assert (f"kfood.zip.part{offset} (bytes {offset:,}–{offset + source.piece_size - 1:,}) "
+          f"is missing" in message)
   assert f"The other {len(written) - 1} pieces are fine" in message
 
 
@@ -395,12 +406,14 @@ def test_a_cut_group_zip_is_still_skipped_not_refused(tmp_path):
 
 
 def _examples(builder) -> dict[str, tuple[bytes, int, str]]:
-  return {name: (e["image"], int(e["label"]), e["split"]) for name, e in read_examples(builder).items()}
+  return {name: (e["image"], int(e["label"]), e["split"])
+          for name, e in read_examples(builder).items()}
 
 
 @pytest.fixture(scope="module")
 def plain_build(realistic, tmp_path_factory) -> dict[str, tuple[bytes, int, str]]:
-  return _examples(build("korean_food/224", tmp_path_factory.mktemp("data"), realistic.zip.parent, workers=2))
+  return _examples(build("korean_food/224", tmp_path_factory.mktemp("data"), realistic.zip.parent,
+                         workers=2))
 
 
 @pytest.mark.parametrize("form", ["pieces", "tar", "name_order"])
@@ -424,9 +437,11 @@ def test_a_cut_download_stops_the_build_before_the_scan_with_nothing_built(reali
   cut, _ = _cut_point(realistic, 1)
   (manual / "kfood.zip").write_bytes(realistic.zip.read_bytes()[:cut])
   with pytest.raises(download.DownloadError, match="the transfer was cut"):
-    build("korean_food/224", tmp_path / "data", manual, download_dir=tmp_path / "downloads", workers=2)
+    build("korean_food/224", tmp_path / "data", manual, download_dir=tmp_path / "downloads",
+          workers=2)
   config_dir = tmp_path / "data" / "korean_food" / "224"
-  assert not config_dir.exists()  # No version, whole or half-built, and no lock: it was never built.
+  # No version, whole or half-built, and no lock: it was never built.
+  assert not config_dir.exists()
   assert not (tmp_path / "downloads" / "scans").exists()  # No scan was made.
 
 

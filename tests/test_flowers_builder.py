@@ -76,11 +76,13 @@ class FlowersDatasetTest(tfds.testing.DatasetBuilderTestCase):
 
 def rotated_jpeg() -> bytes:
   """Stored 60x40 with a red top-left corner; EXIF 6 shows it turned 90° clockwise."""
-  return testing.exif_rotated_jpeg(testing.marked((60, 40), (0, 0, 16, 16), (200, 200, 200)), 6, quality=95)
+  return testing.exif_rotated_jpeg(testing.marked((60, 40), (0, 0, 16, 16), (200, 200, 200)), 6,
+                                   quality=95)
 
 
 def first_frame_red_gif() -> bytes:
-  return testing.animated_gif([Image.new("RGB", (40, 30), colour) for colour in (testing.RED, testing.GREEN)])
+  return testing.animated_gif([Image.new("RGB", (40, 30), colour)
+                               for colour in (testing.RED, testing.GREEN)])
 
 
 REAL_PHOTO = (SAMPLE / "daisy" / "100080576_f52e8ee070_n.jpg").read_bytes()
@@ -95,8 +97,10 @@ BAD = {
 # Odd but valid files: name -> (bytes, upright width, height).
 ODD = {
     "tulips/zz_png_named.jpg": (testing.encode(testing.halves(), "PNG"), 40, 30),
-    "roses/zz_cmyk.jpg": (testing.encode(testing.halves().convert("CMYK"), "JPEG", quality=95), 40, 30),
-    "sunflowers/zz_gray.jpg": (testing.encode(testing.halves().convert("L"), "JPEG", quality=95), 40, 30),
+    "roses/zz_cmyk.jpg": (testing.encode(testing.halves().convert("CMYK"), "JPEG", quality=95),
+                          40, 30),
+    "sunflowers/zz_gray.jpg": (testing.encode(testing.halves().convert("L"), "JPEG", quality=95),
+                               40, 30),
     "daisy/zz_animated.gif": (first_frame_red_gif(), 40, 30),
     "dandelion/zz_rotated.jpg": (rotated_jpeg(), 40, 60),
     "tulips/zz_rgba.png": (testing.half_transparent_png(), 40, 30),
@@ -281,7 +285,8 @@ def test_keras_fits_one_epoch(small, data_dir):
                 metrics=["accuracy"])
   before = [w.copy() for w in model.get_weights()]
   history = model.fit(ds, epochs=1, shuffle=False, verbose=0)
-  assert abs(history.history["loss"][0] - math.log(len(LABELS))) < 0.5  # Untrained, 5 classes: about ln 5.
+  # Untrained, 5 classes: about ln 5.
+  assert abs(history.history["loss"][0] - math.log(len(LABELS))) < 0.5
   assert any(not np.array_equal(a, b) for a, b in zip(before, model.get_weights(), strict=True))
   assert model.predict(ds.take(1), verbose=0).shape == (16, len(LABELS))
   # Keras's loss and accuracy on the records, and the same computed here from its predictions.
@@ -290,7 +295,8 @@ def test_keras_fits_one_epoch(small, data_dir):
   log_probabilities = logits - logits.max(axis=1, keepdims=True)
   log_probabilities -= np.log(np.exp(log_probabilities).sum(axis=1, keepdims=True))
   scores = model.evaluate(ds, return_dict=True, verbose=0)
-  assert scores["loss"] == pytest.approx(-log_probabilities[np.arange(len(labels)), labels].mean(), rel=1e-4)
+  assert scores["loss"] == pytest.approx(
+      -log_probabilities[np.arange(len(labels)), labels].mean(), rel=1e-4)
   assert scores["accuracy"] == pytest.approx((logits.argmax(axis=1) == labels).mean())
 
 
@@ -394,7 +400,8 @@ def test_an_earlier_download_is_used_without_the_network(tmp_path):
   """TFDS keeps downloads in <download dir>/<dataset>/<name from url and sha256>."""
   extracted = tmp_path / "extracted"
   make_corpus(extracted, real_names=set(sorted(SAMPLE_NAMES)[:5]))
-  registered = tfds.core.download.checksums.load_url_infos(REPO / "checksums" / "flowers_dataset.tsv")[URL]
+  registered = tfds.core.download.checksums.load_url_infos(
+      REPO / "checksums" / "flowers_dataset.tsv")[URL]
   cached = (tmp_path / "data" / "downloads" / "flowers_dataset"
             / tfds.core.download.resource.get_dl_fname(URL, registered.checksum))
   cached.parent.mkdir(parents=True)

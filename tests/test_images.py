@@ -218,7 +218,8 @@ def test_upright_box_follows_the_transposed_pixels(orientation):
   data = with_orientation(source, orientation)
   check = images.inspect_image(data)
   crop = decode(images.encode_image(data, check, box=images.upright_box(stored_box, orientation)))
-  assert crop.shape[:2] == (round(h * (expected[2] - expected[0])), round(w * (expected[3] - expected[1])))
+  assert crop.shape[:2] == (round(h * (expected[2] - expected[0])),
+                            round(w * (expected[3] - expected[1])))
   assert crop[2:-2, 2:-2].min() > 200
 
 

@@ -36,23 +36,28 @@ FIT_SCRIPT = textwrap.dedent("""
 
     data_dir, out_dir = sys.argv[1], sys.argv[2]
     model = models.build_model("small", 150, 64)
-    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    train = pipeline.training_dataset("korean_food/full", batch_size=8, image_size=64, data_dir=data_dir, seed=1)
-    test = pipeline.evaluation_dataset("korean_food/full", split="test", batch_size=8, image_size=64,
-                                       data_dir=data_dir)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    train = pipeline.training_dataset("korean_food/full", batch_size=8, image_size=64,
+                                      data_dir=data_dir, seed=1)
+    test = pipeline.evaluation_dataset("korean_food/full", split="test", batch_size=8,
+                                       image_size=64, data_dir=data_dir)
     history = model.fit(train, epochs=2, steps_per_epoch=3, verbose=0)
     scores = model.evaluate(test, return_dict=True, verbose=0)
-    predicted = np.concatenate([model.predict(images, verbose=0) for images, _ in test]).astype(np.float64)
+    predicted = np.concatenate([model.predict(images, verbose=0)
+                                for images, _ in test]).astype(np.float64)
     truth = np.concatenate([labels.numpy() for _, labels in test])
-    expected = {"loss": float(-np.log(np.clip(predicted[np.arange(len(truth)), truth], 1e-7, 1)).mean()),
+    chosen = np.clip(predicted[np.arange(len(truth)), truth], 1e-7, 1)
+    expected = {"loss": float(-np.log(chosen).mean()),
                 "accuracy": float((predicted.argmax(axis=1) == truth).mean())}
     images, labels = next(iter(train))
     probabilities = model.predict(images, verbose=0)
-    training_script.main(["korean_food/32", "--data_dir", data_dir, "--epochs", "1", "--batch_size", "8",
-                          "--seed", "1", "--out_dir", out_dir])
-    print(json.dumps({"backend": keras.config.backend(), "loss": history.history["loss"], "test": scores,
-                      "expected_test": expected, "test_examples": len(truth),
-                      "predicted": list(probabilities.shape), "module": type(probabilities).__module__}))
+    training_script.main(["korean_food/32", "--data_dir", data_dir, "--epochs", "1",
+                          "--batch_size", "8", "--seed", "1", "--out_dir", out_dir])
+    print(json.dumps({"backend": keras.config.backend(), "loss": history.history["loss"],
+                      "test": scores, "expected_test": expected, "test_examples": len(truth),
+                      "predicted": list(probabilities.shape),
+                      "module": type(probabilities).__module__}))
 """)
 
 
@@ -65,7 +70,8 @@ def _run(backend: str, args: list[str]) -> subprocess.CompletedProcess[str]:
   if importlib.util.find_spec(backend) is None:
     pytest.skip(f"{backend} is not installed (pip install -e '.[{backend}]')")
   env = {**os.environ, "KERAS_BACKEND": backend, "CUDA_VISIBLE_DEVICES": ""}
-  done = subprocess.run([sys.executable, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
+  done = subprocess.run([sys.executable, *args], env=env, cwd=REPO, capture_output=True, text=True,
+                        timeout=600)
   assert done.returncode == 0, done.stderr[-3000:]
   return done
 
@@ -82,8 +88,10 @@ def backend_run(request, data_dir: str,
 def test_the_pipeline_trains_and_evaluates_a_model(backend_run, samples) -> None:
   backend, result, _, _ = backend_run
   assert result["backend"] == backend
-  assert len(result["loss"]) == 2 and abs(result["loss"][0] - math.log(150)) < 1  # Untrained: about ln 150.
-  assert result["test_examples"] == samples.builder("korean_food/full").info.splits["test"].num_examples
+  # Untrained: about ln 150.
+  assert len(result["loss"]) == 2 and abs(result["loss"][0] - math.log(150)) < 1
+  assert (result["test_examples"]
+          == samples.builder("korean_food/full").info.splits["test"].num_examples)
   assert result["test"] == pytest.approx(result["expected_test"], rel=1e-4)
   assert result["predicted"] == [8, 150]
   assert result["module"] == "numpy"  # Keras hands predictions back as numpy on every backend.
@@ -106,10 +114,12 @@ def test_a_backend_whose_framework_is_missing_names_the_extra(backend) -> None:
             f"photo_datasets._BACKEND_EXTRAS[{backend!r}] = ('no_such_framework', {backend!r})\n"
             "from photo_datasets import pipeline\n")
   env = {**os.environ, "KERAS_BACKEND": backend}
-  for code in ([script] if importlib.util.find_spec(backend) else [script, "import photo_datasets.pipeline"]):
-    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True,
-                          timeout=300, check=False)
+  for code in ([script] if importlib.util.find_spec(backend)
+               else [script, "import photo_datasets.pipeline"]):
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True,
+                          text=True, timeout=300, check=False)
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(f"ImportError: KERAS_BACKEND={backend} needs "), last
-    assert f"install this package's '{backend}' extra (python -m pip install -e '.[{backend}]'" in last
+    assert (f"install this package's '{backend}' extra "
+            f"(python -m pip install -e '.[{backend}]'" in last)

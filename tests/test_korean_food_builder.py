@@ -33,16 +33,18 @@ class KoreanFoodHarnessTest(tfds.testing.DatasetBuilderTestCase):
 
   DATASET_CLASS = korean_food.Builder
   BUILDER_CONFIG_NAMES_TO_TEST = ["224", "full"]
-  # Two generated plates of 김치찌개 next in number and alike in colour (Img_119_0000, 0003) share no
-  # keypoints, so they are no series and keep their own splits.
+  # Two generated plates of 김치찌개 next in number and alike in colour (Img_119_0000, 0003)
+  # share no keypoints, so they are no series and keep their own splits.
   SPLITS = {"train": 4, "validation": 1, "test": 2}
 
 
 def test_dummy_data_holds_a_section_line_a_png_and_two_classes():
   """What the harness build exercises besides the split counts."""
   files = {"/".join(file.parts): read() for file, read in corpus.walk(DUMMY_DATA)}
-  assert {name.rsplit("/", 1)[0] for name in files} == {"kfood/구이/갈비구이", "kfood/찌개/김치찌개"}
-  assert [name for name in files if name.endswith(".png")] == ["kfood/구이/갈비구이/Img_000_0004.png"]
+  assert {name.rsplit("/", 1)[0] for name in files} == {
+      "kfood/구이/갈비구이", "kfood/찌개/김치찌개"}
+  assert [name for name in files if name.endswith(".png")] == [
+      "kfood/구이/갈비구이/Img_000_0004.png"]
   assert files["kfood/구이/갈비구이/Img_000_0004.png"].startswith(b"\x89PNG")
   crops = files["kfood/구이/갈비구이/crop_area.properties"].decode().splitlines()
   assert crops[0] == "[sections]" and "Img_000_0004=0,0,16,12" in crops
@@ -67,7 +69,8 @@ BROKEN = testing.broken_files(8)
 def _rotated_marker() -> bytes:
   """Stored 120x80 blue with a red block at x 20..60, y 10..40, EXIF orientation 6
   (turn 90° clockwise to show): upright it is 80x120 with the block top right."""
-  return testing.exif_rotated_jpeg(testing.marked((120, 80), (20, 10, 60, 40), testing.BLUE), orientation=6)
+  return testing.exif_rotated_jpeg(testing.marked((120, 80), (20, 10, 60, 40), testing.BLUE),
+                                   orientation=6)
 
 
 CLEAN = {  # name -> (width, height)
@@ -217,9 +220,11 @@ def test_exif_rotated_photo_upright_with_swapped_size_and_mapped_bbox(quirks):
   pixels = decode(example["image"]).astype(int)
   assert pixels.shape == (120, 80, 3)  # stored 120 wide, 80 high
   assert example["has_bbox"]
-  np.testing.assert_allclose(example["bbox"], EXPECTED_BOXES["구이/갈비구이/Img_000_0006.jpg"], atol=1e-6)
+  np.testing.assert_allclose(example["bbox"], EXPECTED_BOXES["구이/갈비구이/Img_000_0006.jpg"],
+                             atol=1e-6)
   ymin, xmin, ymax, xmax = example["bbox"]
-  inside = pixels[round(ymin * 120) + 3:round(ymax * 120) - 3, round(xmin * 80) + 3:round(xmax * 80) - 3]
+  inside = pixels[round(ymin * 120) + 3:round(ymax * 120) - 3,
+                  round(xmin * 80) + 3:round(xmax * 80) - 3]
   assert inside[..., 0].min() > 200 and inside[..., 2].max() < 60  # red block
   assert pixels[70:, :, 2].min() > 200 and pixels[70:, :, 0].max() < 60  # blue below it
   # The 224 config crops to the box first: all red.
@@ -276,7 +281,8 @@ def test_byte_identical_photos_in_two_classes_share_split_and_are_listed(quirks)
 
 def test_class_folder_not_in_the_150_classes_is_skipped(quirks):
   skipped = {s["file_name"]: s["reason"] for s in quirks.full.info.metadata["skipped_files"]}
-  assert "not one of the 150 classes" in skipped[UNKNOWN_CLASS]  # named as found, from the manual dir
+  # named as found, from the manual dir
+  assert "not one of the 150 classes" in skipped[UNKNOWN_CLASS]
   assert not [n for n in quirks.examples if "부대찌개" in n]
 
 
@@ -300,7 +306,8 @@ def _small_corpus() -> dict[str, dict[str, bytes]]:
     members = groups.setdefault(group, {})
     for i in range(n):
       members[f"{folder}/Img_{index:03d}_{i:04d}.jpg"] = testing.jpeg(500 + 10 * seed + i, (64, 48))
-  groups["구이"]["구이/갈비구이/crop_area.properties"] = testing.properties(["[sections]", "Img_000_0001=8,6,32,24"])
+  groups["구이"]["구이/갈비구이/crop_area.properties"] = testing.properties(
+      ["[sections]", "Img_000_0001=8,6,32,24"])
   return groups
 
 
@@ -315,7 +322,8 @@ class Summary(NamedTuple):
 
 
 def _summary(builder: tfds.core.DatasetBuilder) -> dict[str, Summary]:
-  return {name: Summary(int(e["label"]), super_category(builder, e), e["split"], tuple(e["bbox"]), e["image"])
+  return {name: Summary(int(e["label"]), super_category(builder, e), e["split"], tuple(e["bbox"]),
+                        e["image"])
           for name, e in read_examples(builder).items()}
 
 
@@ -342,7 +350,8 @@ def test_nesting_forms_give_the_same_examples(nesting):
       **{f"찌개/김치찌개/Img_119_{i:04d}.jpg": 119 for i in range(3)},
       **{f"밥/비빔밥/Img_072_{i:04d}.jpg": 72 for i in range(2)},
   }
-  assert expected["구이/갈비구이/Img_000_0001.jpg"].bbox == pytest.approx((0.125, 0.125, 0.625, 0.625))
+  assert expected["구이/갈비구이/Img_000_0001.jpg"].bbox == pytest.approx(
+      (0.125, 0.125, 0.625, 0.625))
   for form, layout in nesting.items():
     assert layout.summary == expected, form
 
@@ -357,7 +366,8 @@ def test_name_encodings_resolve_to_the_same_nfc_class(tmp_path):
       "구이.zip": testing.zip_bytes(gui_members, "utf-8-flag"),
       "찌개.zip": testing.zip_bytes(groups["찌개"], "utf-8"),
       "밥.zip": testing.zip_bytes(groups["밥"], "cp949"),
-      **{testing.nfd(f"kfood/국/미역국/Img_017_{i:04d}.jpg"): testing.jpeg(600 + i, (64, 48)) for i in range(2)},
+      **{testing.nfd(f"kfood/국/미역국/Img_017_{i:04d}.jpg"): testing.jpeg(600 + i, (64, 48))
+         for i in range(2)},
   })
   examples = read_examples(build("korean_food/full", tmp_path / "data", manual))
   labels = {name: int(e["label"]) for name, e in examples.items()}
@@ -388,7 +398,8 @@ def test_unreadable_zips_reported_build_continues(nesting, tmp_path):
   inner = testing.layouts(_small_corpus())["group_zips"]
   inner["__MACOSX/._구이.zip"] = testing.JUNK["apple_double"]
   truncated = testing.zip_bytes({"국/미역국/Img_017_0000.jpg": testing.jpeg(1, (64, 48))})[:-30]
-  testing.write_tree(manual, {"kfood.zip": testing.zip_bytes(inner, "utf-8", dirs=False), "국.zip": truncated})
+  testing.write_tree(manual, {"kfood.zip": testing.zip_bytes(inner, "utf-8", dirs=False),
+                              "국.zip": truncated})
   builder = build("korean_food/full", tmp_path / "data", manual)
   assert _summary(builder) == expected
   meta = builder.info.metadata
@@ -403,14 +414,17 @@ def test_unreadable_zips_reported_build_continues(nesting, tmp_path):
 
 def test_empty_manual_dir_gives_clear_error(tmp_path):
   (tmp_path / "manual").mkdir()
-  with pytest.raises(AssertionError, match=f"{tmp_path / 'manual'} holds no download to build it from") as error:
+  with pytest.raises(AssertionError,
+                     match=f"{tmp_path / 'manual'} holds no download to build it from") as error:
     build("korean_food/full", tmp_path / "data", tmp_path / "manual")
-  assert "What to put there:" in str(error.value) and "aihubshell" in str(error.value)  # The instructions.
+  # The instructions.
+  assert "What to put there:" in str(error.value) and "aihubshell" in str(error.value)
 
 
 def test_manual_dir_with_only_empty_folders_gives_clear_error(tmp_path):
   (tmp_path / "manual" / "kfood" / "구이").mkdir(parents=True)
-  with pytest.raises(ValueError, match="No usable image.*found 0 non-image files and 0 unusable") as error:
+  with pytest.raises(ValueError,
+                     match="No usable image.*found 0 non-image files and 0 unusable") as error:
     build("korean_food/full", tmp_path / "data", tmp_path / "manual")
   assert "aihubshell" in str(error.value)
 

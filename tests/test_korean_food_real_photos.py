@@ -20,7 +20,8 @@ from photo_datasets.testing import build, read_examples
 pytestmark = pytest.mark.real_photos
 
 REAL_LABELS = {"갈비구이": 0, "갈치구이": 1, "김치찌개": 119, "동태찌개": 121, "순두부찌개": 123}
-REAL_GROUPS = {"갈비구이": "구이", "갈치구이": "구이", "김치찌개": "찌개", "동태찌개": "찌개", "순두부찌개": "찌개"}
+REAL_GROUPS = {"갈비구이": "구이", "갈치구이": "구이", "김치찌개": "찌개", "동태찌개": "찌개",
+               "순두부찌개": "찌개"}
 PNG_AS_JPG = "찌개/김치찌개/Img_119_0001.jpg"
 
 
@@ -42,7 +43,8 @@ def _real_boxes(root: pathlib.Path) -> dict[str, tuple[float, ...]]:
     for line in props.read_text().splitlines():
       key, _, value = line.partition("=")
       matches = [n for n in photos
-                 if n.startswith(folder + "/") and n.rsplit("/", 1)[1].rsplit(".", 1)[0].lower() == key.lower()]
+                 if n.startswith(folder + "/")
+                 and n.rsplit("/", 1)[1].rsplit(".", 1)[0].lower() == key.lower()]
       if not matches:
         continue
       (name,) = matches
@@ -55,7 +57,8 @@ def _real_boxes(root: pathlib.Path) -> dict[str, tuple[float, ...]]:
 
 @dataclasses.dataclass(frozen=True)
 class RealBuilds:
-  """The real photos built from their folder (`full`, `224`) and from a kfood.zip of them (`full`)."""
+  """The real photos built from their folder (`full`, `224`) and from a kfood.zip of them
+  (`full`)."""
 
   root: pathlib.Path
   full: tfds.core.DatasetBuilder
@@ -77,7 +80,8 @@ def real(real_kfood, tmp_path_factory) -> RealBuilds:
     group = props.parent.parent.name
     groups[group][f"{group}/{props.parent.name}/{props.name}"] = props.read_bytes()
   inner = {f"{g}.zip": testing.zip_bytes(m) for g, m in groups.items()}
-  testing.write_tree(root / "zip_manual", {"kfood.zip": testing.zip_bytes(inner, "utf-8", dirs=False)})
+  testing.write_tree(root / "zip_manual",
+                     {"kfood.zip": testing.zip_bytes(inner, "utf-8", dirs=False)})
   full = build("korean_food/full", root / "data", real_kfood)
   return RealBuilds(
       root=real_kfood,
@@ -94,7 +98,8 @@ def test_real_photos_labels_and_super_categories(real):
   for name, example in real.examples.items():
     _, food, _ = name.split("/")
     assert example["label"] == REAL_LABELS[food], name
-    assert real.full.info.features["super_category"].int2str(example["super_category"]) == REAL_GROUPS[food], name
+    assert real.full.info.features["super_category"].int2str(
+        example["super_category"]) == REAL_GROUPS[food], name
 
 
 def test_real_crop_boxes_match_the_properties_files(real):
@@ -103,7 +108,8 @@ def test_real_crop_boxes_match_the_properties_files(real):
   assert "구이/갈치구이/Img_001_0006.JPG" in boxes
   for name, example in real.examples.items():
     assert bool(example["has_bbox"]) == (name in boxes), name
-    np.testing.assert_allclose(example["bbox"], boxes.get(name, (0, 0, 1, 1)), atol=1e-6, err_msg=name)
+    np.testing.assert_allclose(example["bbox"], boxes.get(name, (0, 0, 1, 1)), atol=1e-6,
+                               err_msg=name)
 
 
 def test_real_png_named_jpg_converted_and_decodable(real):
@@ -133,7 +139,8 @@ def test_real_clean_jpegs_stored_byte_for_byte(real):
 
 def test_real_photos_from_kfood_zip_give_the_same_examples(real):
   def summary(examples):
-    return {n: (int(e["label"]), e["split"], tuple(e["bbox"]), e["image"]) for n, e in examples.items()}
+    return {n: (int(e["label"]), e["split"], tuple(e["bbox"]), e["image"])
+            for n, e in examples.items()}
   assert summary(real.zip_examples) == summary(real.examples)
 
 

@@ -59,7 +59,8 @@ def test_sample_is_small_and_dummy_data_beside_it():
 @pytest.mark.real_photos
 def test_sample_and_dummy_data_hold_no_real_photo(real_kfood):
   """The AIHub terms forbid redistribution: no byte-identical copy may ship."""
-  real = {p.read_bytes() for p in real_kfood.parent.glob("kfood*/**/*") if p.is_file() and p.suffix != ".properties"}
+  real = {p.read_bytes() for p in real_kfood.parent.glob("kfood*/**/*")
+          if p.is_file() and p.suffix != ".properties"}
   assert len(real) > 50
   assert not [data for data in _shipped_files() if data in real]
 
@@ -77,11 +78,13 @@ def test_sample_builds_with_expected_report(sample, config):
   # Bad crop lines: `=,986,590`, `dissimilar`, two numbers, zero area. Converted:
   # CMYK, EXIF-rotated, GIF, RGBA PNG, PNG as .jpg, grayscale. No series: the generated plates of
   # 김치찌개 are alike in colour, but share no keypoints (docs/splits.md).
-  assert meta["counts"] == {"bad crop lines": 4, "images converted to JPEG": 6, "images with a crop box": 9,
-                            "padded JPEGs kept": 0, "photos in near-duplicate groups": 0,
-                            "photos in series": 0, "photos moved to their group's split": 0}
+  assert meta["counts"] == {"bad crop lines": 4, "images converted to JPEG": 6,
+                            "images with a crop box": 9, "padded JPEGs kept": 0,
+                            "photos in near-duplicate groups": 0, "photos in series": 0,
+                            "photos moved to their group's split": 0}
   assert meta["ignored_files"] == 5  # __MACOSX x2, .DS_Store, Thumbs.db, org_url.csv
-  assert meta["duplicates"] == [["구이/갈비구이/Img_000_0002.jpg", "찌개/김치찌개/Img_119_0013.jpg"]]
+  assert meta["duplicates"] == [["구이/갈비구이/Img_000_0002.jpg",
+                                 "찌개/김치찌개/Img_119_0013.jpg"]]
   assert len(meta["warnings"]) == 1 and "Img_121_0011.jpg" in meta["warnings"][0]
 
 
@@ -91,7 +94,8 @@ def test_sample_examples_have_nfc_names_and_right_labels(sample):
   for name, example in examples.items():
     by_class.setdefault(name.rsplit("/", 1)[0], set()).add(int(example["label"]))
     assert decode(example["image"]).ndim == 3
-  assert by_class == {"구이/갈비구이": {0}, "구이/갈치구이": {1}, "찌개/김치찌개": {119}, "밥/비빔밥": {72}}
+  assert by_class == {"구이/갈비구이": {0}, "구이/갈치구이": {1}, "찌개/김치찌개": {119},
+                      "밥/비빔밥": {72}}
   rotated = examples["구이/갈비구이/Img_000_0010.jpg"]
   assert decode(rotated["image"]).shape == (160, 96, 3)  # stored 160x96, EXIF orientation 6
   assert rotated["has_bbox"]

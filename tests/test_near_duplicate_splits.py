@@ -14,12 +14,14 @@ from photo_datasets import testing
 from photo_datasets.photos import splits
 
 SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample" / "flower_photos"
-ORIGINALS = sorted(SAMPLE.glob("daisy/*.jpg"))[:4]  # Real photos; the copies go under other names and classes.
+# Real photos; the copies go under other names and classes.
+ORIGINALS = sorted(SAMPLE.glob("daisy/*.jpg"))[:4]
 KINDS = sorted(testing.near_copies(ORIGINALS[0].read_bytes()))
 
 
 def corpus() -> dict[str, bytes]:
-  files = {f"flower_photos/{p.parent.name}/{p.name}": p.read_bytes() for p in sorted(SAMPLE.glob("*/*.jpg"))}
+  files = {f"flower_photos/{p.parent.name}/{p.name}": p.read_bytes()
+           for p in sorted(SAMPLE.glob("*/*.jpg"))}
   for i, original in enumerate(ORIGINALS):
     for kind, data in testing.near_copies(original.read_bytes()).items():
       folder = "daisy" if i % 2 else "roses"  # Some copies under another label.
@@ -37,7 +39,8 @@ def built(tmp_path_factory):
 
 def test_every_near_copy_lands_in_its_originals_split_and_is_listed(built):
   _, builder, examples = built
-  groups = {tuple(g["files"]): g["across_classes"] for g in builder.info.metadata["near_duplicates"]}
+  groups = {tuple(g["files"]): g["across_classes"]
+            for g in builder.info.metadata["near_duplicates"]}
   for i, original in enumerate(ORIGINALS):
     name = f"daisy/{original.name}"
     copies = [n for n in examples if n.rsplit("/", 1)[1].startswith(f"copy_{i}_")]
@@ -55,7 +58,8 @@ def test_photos_without_near_copies_keep_their_byte_rule_split(built):
   alone = [n for n in examples if n not in grouped]
   assert len(alone) == 100 - len(ORIGINALS)  # Distinct real photos are not grouped.
   for name in alone:
-    assert examples[name]["split"] == splits.split_of(splits.content_digest((SAMPLE / name).read_bytes())), name
+    assert examples[name]["split"] == splits.split_of(
+        splits.content_digest((SAMPLE / name).read_bytes())), name
 
 
 def test_the_summary_counts_groups_moves_and_lists_label_conflicts(built):
@@ -63,7 +67,8 @@ def test_the_summary_counts_groups_moves_and_lists_label_conflicts(built):
   counts = builder.info.metadata["counts"]
   assert counts["photos in near-duplicate groups"] == len(ORIGINALS) * (len(KINDS) + 1)
   data = {name.split("/", 1)[1]: data for name, data in corpus().items()}
-  moved = [n for n, e in examples.items() if e["split"] != splits.split_of(splits.content_digest(data[n]))]
+  moved = [n for n, e in examples.items()
+           if e["split"] != splits.split_of(splits.content_digest(data[n]))]
   assert counts["photos moved to their group's split"] == len(moved) > 0
 
 

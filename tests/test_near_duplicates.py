@@ -35,14 +35,15 @@ def _tuning() -> ModuleType:
 
 tuning = _tuning()
 FLOWER_PHOTOS = tuning.photos(FLOWERS)
-# The README's measurements (benchmarks/near_duplicate_tuning.py, 147 real photos):
-# the most bits a copy of each kind is from its original, ...
-MAX_COPY_DISTANCE = {"resized_30": 6, "jpeg_q40": 10, "png": 4, "webp": 6, "bmp": 4, "exif_rotated": 4,
-                     "grayscale": 2, "cropped_all_sides": 14, "cropped_one_side": 14, "cropped_two_sides": 14,
-                     "cropped_corner": 14, "bordered_all_sides": 24, "bordered_one_side": 24, "bordered_corner": 24}
-MAX_COPY_KEY_DISTANCE = 6
-CLOSEST_DISTINCT = 78  # ... and the fewest between two distinct photos.
-TWO_SHOTS_DISTANCE = 84
+# The measurements of docs/data-quality.md (benchmarks/near_duplicate_tuning.py, 147 real photos).
+# The most bits a copy of each kind is from its original:
+MAX_COPY_DISTANCE = {"resized_30": 6, "jpeg_q40": 10, "png": 4, "webp": 6, "bmp": 4,
+                     "exif_rotated": 4, "grayscale": 2, "cropped_all_sides": 14,
+                     "cropped_one_side": 14, "cropped_two_sides": 14, "cropped_corner": 14,
+                     "bordered_all_sides": 24, "bordered_one_side": 24, "bordered_corner": 24}
+MAX_COPY_KEY_DISTANCE = 6  # The most bits a copy's 64-bit keys are from its original's.
+CLOSEST_DISTINCT = 78  # The fewest bits between two distinct photos.
+TWO_SHOTS_DISTANCE = 84  # Between two shots of one bowl, seconds apart: not near copies.
 
 
 def test_the_thresholds_are_the_documented_ones_with_room_on_both_sides() -> None:
@@ -58,7 +59,8 @@ def test_every_kind_of_copy_is_grouped_with_its_original(path: pathlib.Path) -> 
   copies = tuning.copy_hashes(data)
   assert sorted(copies) == sorted(MAX_COPY_DISTANCE)
   assert [kind for kind, copy in copies.items() if groups([original, copy]) != [[0, 1]]] == []
-  assert {kind: (bits, keys) for kind, copy in copies.items() for bits, keys in [distance(original, copy)]
+  assert {kind: (bits, keys)
+          for kind, copy in copies.items() for bits, keys in [distance(original, copy)]
           if bits > MAX_COPY_DISTANCE[kind] or keys > MAX_COPY_KEY_DISTANCE} == {}
 
 
@@ -78,7 +80,7 @@ def test_kfood_photos_have_no_false_merges(real_kfood: pathlib.Path) -> None:
   # Two shots of one bowl seconds apart are two photos, not copies: not merged.
   first, second = (hashes[photos.index(real_kfood / name)] for name in tuning.TWO_SHOTS)
   assert distance(first, second)[0] == TWO_SHOTS_DISTANCE
-  # The README's closest pair of the 147 originals (10,731 pairs), flowers included.
+  # The closest pair of docs/data-quality.md: of the 147 originals (10,731 pairs), flowers included.
   every = hashes + [tuning.scan_hashes(path.read_bytes()) for path in FLOWER_PHOTOS]
   assert len(every) == 147 and groups(every) == []
   assert min(distance(a, b)[0] for a, b in itertools.combinations(every, 2)) == CLOSEST_DISTINCT
@@ -98,7 +100,8 @@ def test_each_region_hash_is_the_dct_of_its_own_resampling() -> None:
   dct, side, grid = near_duplicates._DCT, near_duplicates._SIDE, near_duplicates._GRID
   for path in FLOWER_PHOTOS:
     image = ImageOps.exif_transpose(Image.open(path))
-    plane = np.asarray(image.convert("L").resize((side, side), Image.Resampling.BILINEAR), dtype=np.float64)
+    plane = np.asarray(image.convert("L").resize((side, side), Image.Resampling.BILINEAR),
+                       dtype=np.float64)
     expected = []
     for left, top, right, bottom in near_duplicates.REGIONS:
       rows = near_duplicates._bilinear_weights(side * top, side * (1 - bottom), side, grid)
@@ -131,9 +134,12 @@ def _apart(photos: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
   region a 16x16 grid of frequency signs, row by row; the key its top-left
   8x8), with no helper of the module under test."""
   regions = len(near_duplicates.REGIONS)
-  bits = np.unpackbits(np.frombuffer(b"".join(photos), np.uint8).reshape(len(photos), regions, -1), axis=2)
+  bits = np.unpackbits(np.frombuffer(b"".join(photos), np.uint8).reshape(len(photos), regions, -1),
+                       axis=2)
   hashes = np.packbits(bits, axis=2)
-  keys = np.packbits(bits.reshape(len(photos), regions, 16, 16)[:, :, :8, :8].reshape(len(photos), regions, 64), axis=2)
+  keys = np.packbits(
+      bits.reshape(len(photos), regions, 16, 16)[:, :, :8, :8].reshape(len(photos), regions, 64),
+      axis=2)
 
   def apart(packed: np.ndarray) -> np.ndarray:
     return np.bitwise_count(packed[:, None, None, 0] ^ packed[None]).sum(axis=3, dtype=np.int64)
@@ -163,7 +169,8 @@ def _brute_force_groups(photos: list[bytes], threshold: int, key_threshold: int)
   return sorted(group for group in members.values() if len(group) >= 2)
 
 
-@pytest.mark.parametrize(("threshold", "key_threshold", "flips"), [(0, 0, 0), (12, 3, 3), (THRESHOLD, 8, 40)])
+@pytest.mark.parametrize(("threshold", "key_threshold", "flips"),
+                         [(0, 0, 0), (12, 3, 3), (THRESHOLD, 8, 40)])
 def test_groups_agree_with_brute_force(threshold: int, key_threshold: int, flips: int) -> None:
   photos = _photos(300, 40, flips, seed=threshold)
   found = groups(photos, threshold, key_threshold)
@@ -196,7 +203,8 @@ def test_the_multi_index_search_finds_what_comparing_all_pairs_finds() -> None:
   entries = rng.integers(0, 1 << 63, 20_000, dtype=np.uint64)
   queries = entries[:3000] ^ np.uint64(0b1011)  # Each 3 bits from one entry.
   assert near_duplicates._plan(queries.size, entries.size, 64, 8) is not None
-  pairs = {(int(a), int(b)) for a_chunk, b_chunk in near_duplicates._pairs_within(queries, entries, 8)
+  pairs = {(int(a), int(b))
+           for a_chunk, b_chunk in near_duplicates._pairs_within(queries, entries, 8)
            for a, b in zip(a_chunk, b_chunk, strict=True)}
   assert {(i, i) for i in range(3000)} <= pairs
   for a, b in pairs:
@@ -212,7 +220,8 @@ def _uniform(bits: list[int]) -> bytes:
 
 def test_groups_are_transitive_and_sorted() -> None:
   # a-b and b-c 4 bits apart, a-c 8: one group all the same.
-  a, b, c, far = _uniform([]), _uniform([0, 1, 2, 3]), _uniform(list(range(8))), _uniform(list(range(0, 256, 2)))
+  a, b, c, far = (_uniform([]), _uniform([0, 1, 2, 3]), _uniform(list(range(8))),
+                  _uniform(list(range(0, 256, 2))))
   assert groups([far, c, a, b, a], threshold=4, key_threshold=4) == [[1, 2, 3, 4]]
   assert groups([a, far], threshold=4) == []
   assert groups([], threshold=4) == []
@@ -232,7 +241,8 @@ def test_groups_rejects_bad_input() -> None:
 
 def test_multi_index_and_all_pairs_group_alike(monkeypatch: pytest.MonkeyPatch) -> None:
   photos = _photos(3000, 300, 40, seed=7)
-  assert near_duplicates._plan(3000, 3000 * len(near_duplicates.REGIONS), 64, near_duplicates.KEY_THRESHOLD)
+  assert near_duplicates._plan(3000, 3000 * len(near_duplicates.REGIONS), 64,
+                               near_duplicates.KEY_THRESHOLD)
   found = groups(photos)
   monkeypatch.setattr(near_duplicates, "_plan", lambda *args: None)
   assert groups(photos) == found

@@ -11,9 +11,11 @@ URL = "http://download.tensorflow.org/example_images/flower_photos.tgz"
 
 
 def test_connections_and_name_lookups_fail_the_test():
-  with pytest.raises(AssertionError, match=r"tried the network: socket.create_connection\(\('example.com', 80\)"):
+  with pytest.raises(AssertionError,
+                     match=r"tried the network: socket.create_connection\(\('example.com', 80\)"):
     socket.create_connection(("example.com", 80), 1)
-  with pytest.raises(AssertionError, match=r"tried the network: socket.getaddrinfo\('example.com', 443\)"):
+  with pytest.raises(AssertionError,
+                     match=r"tried the network: socket.getaddrinfo\('example.com', 443\)"):
     socket.getaddrinfo("example.com", 443)
 
 

@@ -40,7 +40,8 @@ def test_inline_items_are_computed_here_in_order():
   results = list(parallel.ordered_map(square_with_pid, range(40), workers=2, on_crash=crashed,
                                       inline=lambda x: x % 2 == 0))
   assert [r for r, _ in results] == [x * x for x in range(40)]
-  assert {pid == os.getpid() for x, (_, pid) in zip(range(40), results, strict=True) if x % 2 == 0} == {True}
+  assert {pid == os.getpid()
+          for x, (_, pid) in zip(range(40), results, strict=True) if x % 2 == 0} == {True}
   assert os.getpid() not in {pid for x, (_, pid) in zip(range(40), results, strict=True) if x % 2}
 
 
@@ -70,5 +71,6 @@ def test_worker_count_from_the_environment(monkeypatch):
   assert parallel.default_workers() == len(os.sched_getaffinity(0))
   for bad in ("0", "-2", "two", "1.5"):
     monkeypatch.setenv(parallel.WORKERS_ENV, bad)
-    with pytest.raises(ValueError, match=f"PHOTO_DATASETS_WORKERS must be a whole number >= 1, got '{bad}'"):
+    with pytest.raises(ValueError,
+                       match=f"PHOTO_DATASETS_WORKERS must be a whole number >= 1, got '{bad}'"):
       parallel.default_workers()

@@ -57,7 +57,8 @@ def _stored_images(data_dir: str) -> list[bytes]:
 def test_every_epoch_holds_every_example_in_a_new_order(data_dir):
   ds = pipeline.training_dataset("flowers_dataset/64", batch_size=8, data_dir=data_dir, seed=1)
   stored = _stored_images(data_dir)
-  train_size = tfds.builder("flowers_dataset/64", data_dir=data_dir).info.splits["train"].num_examples
+  train_size = (tfds.builder("flowers_dataset/64", data_dir=data_dir)
+                .info.splits["train"].num_examples)
   first, second = _as_stored(ds, stored), _as_stored(ds, stored)
   assert len(first) == len(second) == train_size // 8 * 8  # The incomplete last batch is dropped.
   assert len(set(first)) == len(first) and set(first) <= set(stored) and set(second) <= set(stored)
@@ -119,7 +120,8 @@ def _images(ds) -> list[bytes]:
     ("korean_food/64", None), ("korean_food/64", 48), ("korean_food/full", 96)])
 def test_training_and_evaluation_batches_have_fixed_uint8_shapes(kfood_dir, name, image_size):
   size = image_size or 64
-  train = pipeline.training_dataset(name, batch_size=8, image_size=image_size, data_dir=kfood_dir, seed=3)
+  train = pipeline.training_dataset(name, batch_size=8, image_size=image_size, data_dir=kfood_dir,
+                                    seed=3)
   assert train.element_spec[0].shape.as_list() == [8, size, size, 3]
   for images, labels in train:
     assert images.dtype == tf.uint8 and images.shape == (8, size, size, 3)
@@ -133,7 +135,8 @@ def test_training_and_evaluation_batches_have_fixed_uint8_shapes(kfood_dir, name
 
 def test_a_seed_repeats_the_epochs_exactly_and_another_seed_differs(kfood_dir):
   def epochs(seed):
-    ds = pipeline.training_dataset("korean_food/full", batch_size=8, image_size=64, data_dir=kfood_dir, seed=seed)
+    ds = pipeline.training_dataset("korean_food/full", batch_size=8, image_size=64,
+                                   data_dir=kfood_dir, seed=seed)
     return _images(ds), _images(ds)
 
   first, second = epochs(7)
@@ -143,7 +146,8 @@ def test_a_seed_repeats_the_epochs_exactly_and_another_seed_differs(kfood_dir):
 
 
 def test_evaluation_is_the_stored_order_every_time(kfood_dir):
-  ds = pipeline.evaluation_dataset("korean_food/64", split="train", batch_size=8, data_dir=kfood_dir)
+  ds = pipeline.evaluation_dataset("korean_food/64", split="train", batch_size=8,
+                                   data_dir=kfood_dir)
   stored = tfds.load("korean_food/64", split="train", data_dir=kfood_dir, as_supervised=True)
   assert _epoch_labels(ds) == [int(label) for _, label in stored]
   assert _images(ds) == _images(ds)
@@ -162,10 +166,12 @@ def test_evaluation_of_full_is_the_centre_square_of_the_crop_box(kfood_dir):
     pixels = example["image"]
     height, width = pixels.shape[:2]
     ymin, xmin, ymax, xmax = example["bbox"] if example["has_bbox"] else (0, 0, 1, 1)
-    box = pixels[int(ymin * height):int(np.ceil(ymax * height)), int(xmin * width):int(np.ceil(xmax * width))]
+    box = pixels[int(ymin * height):int(np.ceil(ymax * height)),
+                 int(xmin * width):int(np.ceil(xmax * width))]
     side = min(box.shape[:2])
     top, left = (box.shape[0] - side) // 2, (box.shape[1] - side) // 2
-    expected = tf.image.resize(box[top:top + side, left:left + side], (32, 32), antialias=True).numpy()
+    expected = tf.image.resize(box[top:top + side, left:left + side], (32, 32),
+                               antialias=True).numpy()
     assert np.abs(image.astype(float) - expected).mean() < 8, example["file_name"]
 
 
@@ -177,7 +183,8 @@ def test_random_crops_stay_inside_the_image_and_contain_the_box():
     window = pipeline.random_crop_window(shape, box, tf.constant(True), tf.constant([seed, 1]))
     top, left, height, width = window.numpy()
     assert top >= 0 and left >= 0 and top + height <= 300 and left + width <= 400
-    assert top <= 90 and left <= 160 and top + height >= 180 and left + width >= 280, (top, left, height, width)
+    assert top <= 90 and left <= 160 and top + height >= 180 and left + width >= 280, (
+        top, left, height, width)
     sizes.add((height, width))
   assert len(sizes) > 20  # really random
   for seed in range(50):  # without a box: any crop, inside the image
@@ -197,12 +204,14 @@ def test_two_workers_get_disjoint_parts_that_cover_the_split(tmp_path, num_shard
       "korean_food/64", split="train", batch_size=4, data_dir=os.fspath(data_dir))))
   parts, trained = [], []
   for worker in range(2):
-    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=worker, num_replicas_in_sync=2)
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=worker,
+                                         num_replicas_in_sync=2)
     evaluation = pipeline.evaluation_dataset("korean_food/64", split="train", batch_size=4,
                                              data_dir=os.fspath(data_dir), input_context=context)
     parts.append(_images(evaluation))
-    training = pipeline.training_dataset("korean_food/64", batch_size=4, data_dir=os.fspath(data_dir),
-                                         input_context=context, seed=worker)
+    training = pipeline.training_dataset("korean_food/64", batch_size=4,
+                                         data_dir=os.fspath(data_dir), input_context=context,
+                                         seed=worker)
     assert next(iter(training))[0].shape == (2, 64, 64, 3)  # its share of the global batch
     known = set(everything)
     trained.append([image.tobytes() if image.tobytes() in known else image[:, ::-1].tobytes()
@@ -217,9 +226,12 @@ def test_two_workers_get_disjoint_parts_that_cover_the_split(tmp_path, num_shard
 
 def test_rescaling_layer_maps_uint8_to_the_range_asked():
   pixels = tf.constant([[0, 51, 255]], tf.uint8)
-  np.testing.assert_allclose(pipeline.rescaling_layer()(pixels).numpy(), [[0.0, 0.2, 1.0]], atol=1e-6)
-  np.testing.assert_allclose(pipeline.rescaling_layer((-1, 1))(pixels).numpy(), [[-1.0, -0.6, 1.0]], atol=1e-6)
-  with pytest.raises(ValueError, match=r"value_range must be \(low, high\) with high > low, got \(1, 0\)"):
+  np.testing.assert_allclose(pipeline.rescaling_layer()(pixels).numpy(), [[0.0, 0.2, 1.0]],
+                             atol=1e-6)
+  np.testing.assert_allclose(pipeline.rescaling_layer((-1, 1))(pixels).numpy(), [[-1.0, -0.6, 1.0]],
+                             atol=1e-6)
+  with pytest.raises(ValueError,
+                     match=r"value_range must be \(low, high\) with high > low, got \(1, 0\)"):
     pipeline.rescaling_layer((1, 0))
 
 
@@ -236,9 +248,10 @@ def test_more_bad_arguments_are_named(kfood_dir, call, message):
 
 
 def test_sized_training_images_are_the_stored_ones_some_mirrored(kfood_dir):
-  stored = [image.numpy() for image, _ in tfds.load("korean_food/64", split="train", data_dir=kfood_dir,
-                                                    as_supervised=True)]
-  ds = pipeline.training_dataset("korean_food/64", batch_size=11, data_dir=kfood_dir, shuffle_buffer=0, seed=5)
+  stored = [image.numpy() for image, _ in tfds.load("korean_food/64", split="train",
+                                                    data_dir=kfood_dir, as_supervised=True)]
+  ds = pipeline.training_dataset("korean_food/64", batch_size=11, data_dir=kfood_dir,
+                                 shuffle_buffer=0, seed=5)
   seen = [image for images, _ in ds for image in images.numpy()]
   assert len(seen) == 33
   mirrored = [not np.array_equal(s, o) for s, o in zip(seen, stored, strict=True)]
@@ -250,29 +263,31 @@ def test_sized_training_images_are_the_stored_ones_some_mirrored(kfood_dir):
 @pytest.mark.parametrize("cache", [None, "memory"])
 @pytest.mark.parametrize("seed", [None, 3])
 def test_without_flips_training_images_are_exactly_the_stored_ones(kfood_dir, cache, seed):
-  stored = sorted(image.numpy().tobytes() for image, _ in tfds.load("korean_food/64", split="train",
-                                                                   data_dir=kfood_dir, as_supervised=True))
-  ds = pipeline.training_dataset("korean_food/64", batch_size=1, data_dir=kfood_dir, seed=seed, cache=cache,
-                                 flip=False)
-  epochs = [[image.tobytes() for images, _ in tfds.as_numpy(ds) for image in images] for _ in range(2)]
+  stored = sorted(image.numpy().tobytes() for image, _ in tfds.load(
+      "korean_food/64", split="train", data_dir=kfood_dir, as_supervised=True))
+  ds = pipeline.training_dataset("korean_food/64", batch_size=1, data_dir=kfood_dir, seed=seed,
+                                 cache=cache, flip=False)
+  epochs = [[image.tobytes() for images, _ in tfds.as_numpy(ds) for image in images]
+            for _ in range(2)]
   assert sorted(epochs[0]) == sorted(epochs[1]) == stored  # none mirrored, each once
   assert epochs[0] != epochs[1]  # still shuffled anew every epoch
   if seed is not None:
-    again = pipeline.training_dataset("korean_food/64", batch_size=1, data_dir=kfood_dir, seed=seed, cache=cache,
-                                      flip=False)
+    again = pipeline.training_dataset("korean_food/64", batch_size=1, data_dir=kfood_dir,
+                                      seed=seed, cache=cache, flip=False)
     assert [image.tobytes() for images, _ in tfds.as_numpy(again) for image in images] == epochs[0]
 
 
 def test_full_training_crops_without_flips_repeat_with_their_seed(kfood_dir):
   def epoch(flip: bool) -> list[np.ndarray]:
-    ds = pipeline.training_dataset("korean_food/full", batch_size=4, image_size=64, data_dir=kfood_dir, seed=4,
-                                   shuffle_buffer=0, flip=flip)
+    ds = pipeline.training_dataset("korean_food/full", batch_size=4, image_size=64,
+                                   data_dir=kfood_dir, seed=4, shuffle_buffer=0, flip=flip)
     return [image for images, _ in tfds.as_numpy(ds) for image in images]
 
   flipped, unflipped = epoch(True), epoch(False)
   assert [i.tobytes() for i in epoch(False)] == [i.tobytes() for i in unflipped]
   # The same crops, mirrored or not: only the flip is left out.
-  assert all(np.array_equal(a, b) or np.array_equal(a, b[:, ::-1]) for a, b in zip(flipped, unflipped, strict=True))
+  assert all(np.array_equal(a, b) or np.array_equal(a, b[:, ::-1])
+             for a, b in zip(flipped, unflipped, strict=True))
   assert any(not np.array_equal(a, b) for a, b in zip(flipped, unflipped, strict=True))
 
 
@@ -292,7 +307,8 @@ def _images(ds) -> list[bytes]:
   return [image.tobytes() for images, _ in tfds.as_numpy(ds) for image in images]
 
 
-@pytest.mark.parametrize("split", ["train", "train[:10%]", "train[25%:60%]", "validation+test", "all"])
+@pytest.mark.parametrize("split",
+                         ["train", "train[:10%]", "train[25%:60%]", "validation+test", "all"])
 def test_split_expressions_read_the_examples_tfds_reads_in_its_order(three_files_dir, split):
   stored = tfds.load("flowers_dataset/64", split=split, data_dir=three_files_dir, batch_size=5,
                      as_supervised=True)
@@ -303,8 +319,8 @@ def test_split_expressions_read_the_examples_tfds_reads_in_its_order(three_files
                                        data_dir=three_files_dir)
   # Unseeded: any order and flips, every example once.
   seen = [image for images, _ in tfds.as_numpy(training) for image in images]
-  as_stored = sorted(image.tobytes() if image.tobytes() in set(_images(stored)) else image[:, ::-1].tobytes()
-                     for image in seen)
+  as_stored = sorted(image.tobytes() if image.tobytes() in set(_images(stored))
+                     else image[:, ::-1].tobytes() for image in seen)
   assert as_stored == sorted(_images(stored))
   assert training.cardinality() == len(seen)  # Keras knows the steps of an epoch.
 
@@ -314,7 +330,8 @@ def test_half_the_stored_size_is_decoded_at_reduced_dct_scale(data_dir):
       "flowers_dataset/64", split="validation", data_dir=data_dir, as_supervised=True,
       decoders={"image": tfds.decode.SkipDecoding()}))]
   halves = [image for images, _ in tfds.as_numpy(pipeline.evaluation_dataset(
-      "flowers_dataset/64", split="validation", image_size=32, data_dir=data_dir)) for image in images]
+      "flowers_dataset/64", split="validation", image_size=32, data_dir=data_dir))
+      for image in images]
   assert [image.shape for image in halves] == [(32, 32, 3)] * len(stored)
   for encoded, half in zip(stored, halves, strict=True):
     np.testing.assert_array_equal(half, tf.io.decode_jpeg(encoded, channels=3, ratio=2).numpy())
@@ -323,8 +340,9 @@ def test_half_the_stored_size_is_decoded_at_reduced_dct_scale(data_dir):
 
 
 def test_a_config_not_built_is_named(tmp_path):
-  with pytest.raises(ValueError, match=r"flowers_dataset/64 is not built .*Build it first:\n  tfds build "
-                     r"flowers_dataset --imports flowers_dataset --config 64 --data_dir "):
+  with pytest.raises(ValueError, match=r"flowers_dataset/64 is not built .*Build it first:\n"
+                     r"  tfds build flowers_dataset --imports flowers_dataset "
+                     r"--config 64 --data_dir "):
     pipeline.training_dataset("flowers_dataset/64", data_dir=os.fspath(tmp_path))
 
 
@@ -338,10 +356,11 @@ def _cache_files(directory) -> list[str]:
 
 @pytest.mark.parametrize("name, image_size", [("korean_food/64", None), ("korean_food/64", 32),
                                               ("korean_food/full", 48)])
-def test_cached_evaluation_equals_uncached_in_memory_and_on_disk(kfood_dir, tmp_path, name, image_size):
+def test_cached_evaluation_equals_uncached_in_memory_and_on_disk(kfood_dir, tmp_path, name,
+                                                                 image_size):
   def evaluation(cache):
-    return pipeline.evaluation_dataset(name, split="train", batch_size=8, image_size=image_size, data_dir=kfood_dir,
-                                       cache=cache)
+    return pipeline.evaluation_dataset(name, split="train", batch_size=8, image_size=image_size,
+                                       data_dir=kfood_dir, cache=cache)
 
   uncached = _images(evaluation(None))
   labels = _epoch_labels(evaluation(None))
@@ -375,48 +394,56 @@ def test_cached_training_epochs_are_shuffled_and_flipped_anew(kfood_dir, tmp_pat
 def test_a_memory_cache_larger_than_the_limit_is_refused_saying_both_sizes(kfood_dir, monkeypatch):
   monkeypatch.setenv(cache_policy.MEMORY_LIMIT_ENV, "0.1")  # 33 images of 64x64x3 need 0.39 MiB.
   for make in (pipeline.training_dataset, pipeline.evaluation_dataset):
-    with pytest.raises(ValueError, match=r"cache='memory' refused: .* needs about 0\.00 GiB \(33 images of "
-                                         r"64x64x3 uint8\), more than the 0\.00 GiB allowed"):
+    with pytest.raises(ValueError, match=r"cache='memory' refused: .* needs about 0\.00 GiB "
+                                         r"\(33 images of 64x64x3 uint8\), "
+                                         r"more than the 0\.00 GiB allowed"):
       make("korean_food/64", split="train", data_dir=kfood_dir, cache="memory")
   monkeypatch.setenv(cache_policy.MEMORY_LIMIT_ENV, "1")
-  assert len(_images(pipeline.evaluation_dataset("korean_food/64", split="train", data_dir=kfood_dir,
-                                                 cache="memory"))) == 33
+  assert len(_images(pipeline.evaluation_dataset("korean_food/64", split="train",
+                                                 data_dir=kfood_dir, cache="memory"))) == 33
   monkeypatch.delenv(cache_policy.MEMORY_LIMIT_ENV)
   assert 0 < cache_policy.memory_limit() <= cache_policy.free_memory()
 
 
 def test_a_disk_cache_survives_an_epoch_cut_short(kfood_dir, tmp_path):
   directory = os.fspath(tmp_path / "cache")
-  expected = _images(pipeline.evaluation_dataset("korean_food/64", split="train", data_dir=kfood_dir))
+  expected = _images(pipeline.evaluation_dataset("korean_food/64", split="train",
+                                                 data_dir=kfood_dir))
   # No shuffle buffer, so the first batch does not read the whole split ahead.
-  ds = pipeline.training_dataset("korean_food/64", batch_size=1, data_dir=kfood_dir, cache=directory,
-                                 shuffle_buffer=0)
+  ds = pipeline.training_dataset("korean_food/64", batch_size=1, data_dir=kfood_dir,
+                                 cache=directory, shuffle_buffer=0)
   iterator = iter(ds)
   next(iterator)
   del iterator  # tf.data discards the partial fill
   assert not any(".index" in file or ".lockfile" in file for file in _cache_files(directory))
   seen = [image for images, _ in tfds.as_numpy(ds) for image in images]
-  assert len(seen) == 33 and all(i.tobytes() in expected or i[:, ::-1].tobytes() in expected for i in seen)
+  assert len(seen) == 33 and all(i.tobytes() in expected or i[:, ::-1].tobytes() in expected
+                                 for i in seen)
   assert any(file.endswith(".index") for file in _cache_files(directory))
-  # A new pipeline reads the files: every image once, in stored order (no shuffle buffer), some mirrored.
-  again = pipeline.training_dataset("korean_food/64", batch_size=1, data_dir=kfood_dir, cache=directory,
-                                    shuffle_buffer=0, seed=1)
+  # A new pipeline reads the files: every image once, in stored order (no shuffle buffer), some
+  # mirrored.
+  again = pipeline.training_dataset("korean_food/64", batch_size=1, data_dir=kfood_dir,
+                                    cache=directory, shuffle_buffer=0, seed=1)
   read = [image for images, _ in tfds.as_numpy(again) for image in images]
   assert len(read) == 33
-  assert all(i.tobytes() == e or i[:, ::-1].tobytes() == e for i, e in zip(read, expected, strict=True))
+  assert all(i.tobytes() == e or i[:, ::-1].tobytes() == e
+             for i, e in zip(read, expected, strict=True))
 
 
 def test_model_fit_trains_and_validates_on_disk_caches_of_one_split(kfood_dir, tmp_path):
   directory = os.fspath(tmp_path / "cache")
-  train = pipeline.training_dataset("korean_food/64", batch_size=8, data_dir=kfood_dir, seed=0, cache=directory)
-  validation = pipeline.evaluation_dataset("korean_food/64", split="train", batch_size=8, data_dir=kfood_dir,
-                                           cache=directory)
-  model = keras.Sequential([keras.Input((64, 64, 3), dtype="uint8"), keras.layers.Rescaling(1 / 255),
+  train = pipeline.training_dataset("korean_food/64", batch_size=8, data_dir=kfood_dir, seed=0,
+                                    cache=directory)
+  validation = pipeline.evaluation_dataset("korean_food/64", split="train", batch_size=8,
+                                           data_dir=kfood_dir, cache=directory)
+  model = keras.Sequential([keras.Input((64, 64, 3), dtype="uint8"),
+                            keras.layers.Rescaling(1 / 255),
                             keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(150)])
   model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
   history = model.fit(train, validation_data=validation, epochs=2, verbose=0)
   assert len(history.history["val_loss"]) == 2 and np.isfinite(history.history["loss"]).all()
-  assert sum(file.endswith(".index") for file in _cache_files(directory)) == 2  # one each, both complete
+  # one each, both complete
+  assert sum(file.endswith(".index") for file in _cache_files(directory)) == 2
 
 
 def test_a_disk_cache_fill_killed_with_its_process_is_discarded(kfood_dir, tmp_path):
@@ -424,32 +451,37 @@ def test_a_disk_cache_fill_killed_with_its_process_is_discarded(kfood_dir, tmp_p
   fill_and_die = (
       "import os, signal, korean_food\n"
       "from photo_datasets import pipeline\n"
-      f"ds = pipeline.evaluation_dataset('korean_food/64', split='train', batch_size=2, data_dir={kfood_dir!r}, "
-      f"cache={directory!r})\n"
+      "ds = pipeline.evaluation_dataset('korean_food/64', split='train', batch_size=2, "
+      f"data_dir={kfood_dir!r}, cache={directory!r})\n"
       "it = iter(ds); next(it); next(it)\n"
       "os.kill(os.getpid(), signal.SIGKILL)\n")
   import subprocess
   import sys
-  run = subprocess.run([sys.executable, "-c", fill_and_die], capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+  run = subprocess.run([sys.executable, "-c", fill_and_die], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
   assert run.returncode == -9, run.stderr[-2000:]
   assert any(file.endswith(".lockfile") for file in _cache_files(directory))  # what tf.data left
-  expected = _images(pipeline.evaluation_dataset("korean_food/64", split="train", data_dir=kfood_dir))
-  ds = pipeline.evaluation_dataset("korean_food/64", split="train", data_dir=kfood_dir, cache=directory)
+  expected = _images(pipeline.evaluation_dataset("korean_food/64", split="train",
+                                                 data_dir=kfood_dir))
+  ds = pipeline.evaluation_dataset("korean_food/64", split="train", data_dir=kfood_dir,
+                                   cache=directory)
   assert _images(ds) == expected and _images(ds) == expected
-  assert not any(file.endswith(".lockfile") or "tempstate" in file for file in _cache_files(directory))
+  assert not any(file.endswith(".lockfile") or "tempstate" in file
+                 for file in _cache_files(directory))
 
 
 def test_each_input_pipeline_caches_its_own_part(kfood_dir, tmp_path):
   directory = os.fspath(tmp_path / "cache")
   parts = []
   for worker in range(2):
-    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=worker, num_replicas_in_sync=2)
-    ds = pipeline.evaluation_dataset("korean_food/64", split="train", batch_size=4, data_dir=kfood_dir,
-                                     input_context=context, cache=directory)
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=worker,
+                                         num_replicas_in_sync=2)
+    ds = pipeline.evaluation_dataset("korean_food/64", split="train", batch_size=4,
+                                     data_dir=kfood_dir, input_context=context, cache=directory)
     parts.append(_images(ds))
     assert _images(ds) == parts[-1]
-  everything = _images(pipeline.evaluation_dataset("korean_food/64", split="train", data_dir=kfood_dir))
+  everything = _images(pipeline.evaluation_dataset("korean_food/64", split="train",
+                                                   data_dir=kfood_dir))
   assert sorted(parts[0] + parts[1]) == sorted(everything) and not set(parts[0]) & set(parts[1])
   assert sum(file.endswith(".index") for file in _cache_files(directory)) == 2
 
@@ -467,17 +499,20 @@ def test_caches_that_cannot_work_are_refused_saying_why(kfood_dir, kwargs, messa
 
 
 def test_cached_epochs_are_the_uncached_ones_flips_included(kfood_dir):
-  # In stored order (one record file, no shuffle buffer), the same seed gives the same flips with and
-  # without a cache, epoch after epoch: mirroring a batch in place never touches the cached images.
+  # In stored order (one record file, no shuffle buffer), the same seed gives the same flips with
+  # and without a cache, epoch after epoch: mirroring a batch in place never touches the cached
+  # images.
   def epochs(cache: str | None) -> list[list[bytes]]:
-    ds = pipeline.training_dataset("korean_food/64", batch_size=4, data_dir=kfood_dir, seed=3, shuffle_buffer=0,
-                                   cache=cache)
-    return [[image.tobytes() for images, _ in tfds.as_numpy(ds) for image in images] for _ in range(4)]
+    ds = pipeline.training_dataset("korean_food/64", batch_size=4, data_dir=kfood_dir, seed=3,
+                                   shuffle_buffer=0, cache=cache)
+    return [[image.tobytes() for images, _ in tfds.as_numpy(ds) for image in images]
+            for _ in range(4)]
 
   uncached, cached = epochs(None), epochs("memory")
   assert cached == uncached
   stored = _images(pipeline.evaluation_dataset("korean_food/64", split="train", data_dir=kfood_dir))
-  mirrored = [[image != original for image, original in zip(epoch, stored, strict=False)] for epoch in cached]
+  mirrored = [[image != original for image, original in zip(epoch, stored, strict=False)]
+              for epoch in cached]
   assert all(0 < sum(flags) < len(flags) for flags in mirrored)
   assert mirrored[0] != mirrored[1]  # New flips every epoch.
 

@@ -23,8 +23,9 @@ def test_a_missing_prerequisite_skips_unless_required(monkeypatch, required):
 @pytest.mark.parametrize("required", ["real_photos", "chromium, real_photos"])
 def test_a_required_prerequisite_that_is_missing_fails(monkeypatch, required):
   monkeypatch.setenv(testing.REQUIRE_ENV, required)
-  with pytest.raises(pytest.fail.Exception, match="no real AIHub photos at /nowhere, and PHOTO_DATASETS_REQUIRE "
-                                                  "requires real_photos"):
+  with pytest.raises(pytest.fail.Exception,
+                     match="no real AIHub photos at /nowhere, and PHOTO_DATASETS_REQUIRE "
+                           "requires real_photos"):
     testing.missing("real_photos", "no real AIHub photos at /nowhere")
 
 

@@ -23,7 +23,8 @@ from photo_datasets.photos import images, quality, records, splits
 from photo_datasets.testing import build
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-FLOWERS = REPO / "flowers_dataset" / "sample" / "flower_photos"  # The 100 real tf_flowers photos (CC-BY).
+# The 100 real tf_flowers photos (CC-BY).
+FLOWERS = REPO / "flowers_dataset" / "sample" / "flower_photos"
 DAISY = FLOWERS / "daisy" / "100080576_f52e8ee070_n.jpg"
 
 
@@ -84,9 +85,11 @@ def test_a_blurred_copy_of_a_real_flower_scores_blurrier_than_its_original():
   original = _daisy()
   scores = [_scores(original)["blurry"]]
   for radius in (1, 2, 4):
-    scores.append(_scores(_scan_pixels(_jpeg(original.filter(ImageFilter.GaussianBlur(radius)))))["blurry"])
+    scores.append(
+        _scores(_scan_pixels(_jpeg(original.filter(ImageFilter.GaussianBlur(radius)))))["blurry"])
   assert scores == sorted(scores, reverse=True) and len(set(scores)) == 4  # Blurrier at every step.
-  assert scores[0] >= quality.THRESHOLDS["blurry"] > scores[-1]  # The original passes, the strong blur is flagged.
+  # The original passes, the strong blur is flagged.
+  assert scores[0] >= quality.THRESHOLDS["blurry"] > scores[-1]
 
 
 def test_blur_is_measured_relative_to_contrast():
@@ -101,7 +104,8 @@ def test_a_five_to_one_strip_has_an_odd_aspect_ratio():
   assert quality.flags_of({}, 500, 100, 300.0) == [("odd_aspect_ratio", 0.2)]
   assert quality.flags_of({}, 100, 500, 300.0) == [("odd_aspect_ratio", 0.2)]  # Standing, too.
   assert quality.flags_of({}, 400, 300, 300.0) == []  # 4:3.
-  assert quality.flags_of({}, 1198, 400, 690.0) == [("odd_aspect_ratio", 0.3339)]  # AIHub's widest, 3:1.
+  # AIHub's widest, 3:1.
+  assert quality.flags_of({}, 1198, 400, 690.0) == [("odd_aspect_ratio", 0.3339)]
 
 
 def test_a_greyscale_converted_colour_photo_is_grayscale():
@@ -112,7 +116,8 @@ def test_a_greyscale_converted_colour_photo_is_grayscale():
   assert "grayscale" not in _pixel_flags(_jpeg(colour))
 
 
-def test_a_grey_photo_with_a_small_colour_mark_is_still_grayscale_a_colour_subject_on_black_is_not():
+def test_a_grey_photo_with_a_small_colour_mark_is_still_grayscale_a_colour_subject_on_black_is_not(
+):
   grey = _daisy().convert("L").convert("RGB")
   grey.paste((255, 0, 0), (0, 0, 10, 10))  # Under 1 % of the pixels.
   assert "grayscale" in _pixel_flags(_jpeg(grey))
@@ -127,7 +132,8 @@ def test_a_tiny_image_among_normal_ones_is_odd_size():
   assert median == pytest.approx(277.1, abs=0.1)
   assert quality.flags_of({}, 24, 18, median) == [("odd_size", 0.0750)]
   assert quality.flags_of({}, 500, 375, median) == []  # Larger, by far less than 10 times.
-  assert quality.flags_of({}, 4000, 3000, median) == [("odd_size", 0.08)]  # 12.5 times larger is odd too.
+  # 12.5 times larger is odd too.
+  assert quality.flags_of({}, 4000, 3000, median) == [("odd_size", 0.08)]
   assert quality.flags_of({}, 24, 18, 0.0) == []  # No corpus to compare with.
 
 
@@ -149,9 +155,11 @@ def test_moments_of_a_uniform_image_are_its_colour_and_its_square():
   assert _moments(np.full((50, 70, 3), (10, 20, 30), np.uint8)) == (10, 20, 30, 100, 400, 900)
 
 
-def _photo(name: str, split: str, size: tuple[int, int] = (320, 240), **fields: object) -> records.Photo:
+def _photo(name: str, split: str, size: tuple[int, int] = (320, 240),
+           **fields: object) -> records.Photo:
   """A scanned photo of `split` (a digest chosen to fall in it)."""
-  digest = next(d for i in range(1000) if splits.split_of(d := hashlib.sha256(str(i).encode()).hexdigest()) == split)
+  digest = next(d for i in range(1000)
+                if splits.split_of(d := hashlib.sha256(str(i).encode()).hexdigest()) == split)
   check = images.ImageCheck("JPEG", "RGB", *size, 1, b"")
   return records.Photo(name, (name,), digest, check, **fields)
 
@@ -173,15 +181,18 @@ def test_flag_rows_name_file_split_label_and_list_the_worst_first_in_flag_order(
             _photo("g/roses/b.jpg", "test", quality={**dim, "dark": 0.1}, size=(900, 100)),
             _photo("g/roses/c.jpg", "train", quality=dim)]
   assert build_stats.flag_rows(photos) == [
-      {"file_name": "g/roses/b.jpg", "split": "test", "label": "roses", "flag": "dark", "score": 0.1},
-      {"file_name": "g/daisy/a.jpg", "split": "train", "label": "daisy", "flag": "dark", "score": 0.2},
-      {"file_name": "g/roses/b.jpg", "split": "test", "label": "roses", "flag": "odd_aspect_ratio", "score": 0.1111},
+      {"file_name": "g/roses/b.jpg", "split": "test", "label": "roses", "flag": "dark",
+       "score": 0.1},
+      {"file_name": "g/daisy/a.jpg", "split": "train", "label": "daisy", "flag": "dark",
+       "score": 0.2},
+      {"file_name": "g/roses/b.jpg", "split": "test", "label": "roses", "flag": "odd_aspect_ratio",
+       "score": 0.1111},
   ]
 
 
 def test_the_flags_are_listed_in_display_order_with_a_threshold_and_a_description_each():
-  assert quality.FLAGS == ("dark", "light", "low_information", "blurry", "odd_aspect_ratio", "odd_size",
-                           "grayscale")
+  assert quality.FLAGS == ("dark", "light", "low_information", "blurry", "odd_aspect_ratio",
+                           "odd_size", "grayscale")
   assert set(quality.THRESHOLDS) == set(quality.DESCRIPTIONS) == set(quality.FLAGS)
   assert set(quality.PIXEL_FLAGS) < set(quality.FLAGS)
 
@@ -205,11 +216,13 @@ def _counts(folder: pathlib.Path) -> tuple[dict[str, list[str]], list[tuple[str,
   return dict(marked), pixels
 
 
-def test_on_the_100_real_flowers_only_a_black_and_white_daisy_and_a_sunflower_on_black_are_flagged():
+def test_on_the_100_real_flowers_only_a_black_and_white_daisy_and_a_sunflower_on_black_are_flagged(
+):
   marked, pixels = _counts(FLOWERS)
   assert len(pixels) == 100
-  assert marked == {"grayscale": ["daisy/4820415253_15bc3b6833_n.jpg"],  # A black-and-white photo, stored RGB.
-                    "low_information": ["sunflowers/9461693602_710f20904f.jpg"]}  # Most of it black.
+  # A black-and-white photo stored RGB, and a photo that is most of it black.
+  assert marked == {"grayscale": ["daisy/4820415253_15bc3b6833_n.jpg"],
+                    "low_information": ["sunflowers/9461693602_710f20904f.jpg"]}
 
 
 def test_blurring_the_real_flowers_flags_them_in_proportion_to_the_blur():
@@ -226,7 +239,8 @@ def test_blurring_the_real_flowers_flags_them_in_proportion_to_the_blur():
 def test_on_the_47_real_aihub_photos_only_the_two_wide_strips_are_flagged(real_kfood):
   marked, pixels = _counts(real_kfood)
   assert len(pixels) == 47
-  assert marked == {"odd_aspect_ratio": ["찌개/동태찌개/Img_121_0004.jpg", "찌개/동태찌개/Img_121_0006.jpg"]}
+  assert marked == {"odd_aspect_ratio": ["찌개/동태찌개/Img_121_0004.jpg",
+                                         "찌개/동태찌개/Img_121_0006.jpg"]}
 
 
 # From the scan to the build's report.
@@ -236,8 +250,10 @@ def _candidates(files: dict[str, bytes]) -> list[records.Candidate]:
   return [records.Candidate(name, (name,), data) for name, data in sorted(files.items())]
 
 
-def test_the_scan_keeps_each_photos_scores_and_moments_and_the_saved_scan_round_trips_them(tmp_path):
-  files = {f"flowers/{p.parent.name}/{p.name}": p.read_bytes() for p in sorted(FLOWERS.glob("*/*.jpg"))[:6]}
+def test_the_scan_keeps_each_photos_scores_and_moments_and_the_saved_scan_round_trips_them(
+    tmp_path):
+  files = {f"flowers/{p.parent.name}/{p.name}": p.read_bytes()
+           for p in sorted(FLOWERS.glob("*/*.jpg"))[:6]}
   files["flowers/daisy/zz_black.jpg"] = _flat((0, 0, 0))
   report = BuildReport()
   photos = scan.scan(_candidates(files), report, executor=executors.LocalExecutor(1))
@@ -258,14 +274,16 @@ def test_the_scan_keeps_each_photos_scores_and_moments_and_the_saved_scan_round_
   assert scan_cache.load_scan(path) is None
 
 
-def test_a_build_lists_a_black_photo_among_its_quality_flags_as_dark_also_from_a_reused_scan(tmp_path, monkeypatch):
+def test_a_build_lists_a_black_photo_among_its_quality_flags_as_dark_also_from_a_reused_scan(
+    tmp_path, monkeypatch):
   root = tmp_path / "manual" / "flower_photos"
   for path in sorted(FLOWERS.glob("*/*.jpg"))[::10]:  # 10 real photos, two per class.
     (root / path.parent.name).mkdir(parents=True, exist_ok=True)
     shutil.copy(path, root / path.parent.name / path.name)
   shutil.copy(FLOWERS / "LICENSE.txt", root / "LICENSE.txt")
   (root / "roses" / "zz_black.jpg").write_bytes(_flat((0, 0, 0)))
-  black_split = splits.split_of(splits.content_digest((root / "roses" / "zz_black.jpg").read_bytes()))
+  black_split = splits.split_of(
+      splits.content_digest((root / "roses" / "zz_black.jpg").read_bytes()))
 
   first = build("flowers_dataset/full", tmp_path / "data", tmp_path / "manual")
   rows = BuildReport.from_metadata(dict(first.info.metadata)).quality_flags
@@ -279,5 +297,6 @@ def test_a_build_lists_a_black_photo_among_its_quality_flags_as_dark_also_from_a
     raise AssertionError("the photos were scored again")
 
   monkeypatch.setattr(quality, "measure", no_second_scan)
-  second = build("flowers_dataset/64", tmp_path / "data", tmp_path / "manual", workers=1)  # The saved scan.
+  # Built from the saved scan.
+  second = build("flowers_dataset/64", tmp_path / "data", tmp_path / "manual", workers=1)
   assert BuildReport.from_metadata(dict(second.info.metadata)).quality_flags == rows

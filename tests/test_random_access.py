@@ -30,7 +30,8 @@ TRAIN_SIZE = 33  # The sample's train split.
 
 @pytest.fixture(scope="module")
 def data_dir(samples, tmp_path_factory) -> str:
-  data_dir = samples.copy(tmp_path_factory.mktemp("random_access") / "data", NAME)  # Gets ArrayRecord files.
+  # Gets ArrayRecord files.
+  data_dir = samples.copy(tmp_path_factory.mktemp("random_access") / "data", NAME)
   random_access.add_array_record(NAME, data_dir)
   return str(data_dir)
 
@@ -85,10 +86,12 @@ def test_data_source_gives_what_tfds_load_gives(data_dir, split):
         assert example[key] == expected[key], key
     assert stored["image"] == expected["image"]  # The stored JPEG, byte for byte.
     # Pixels: libjpeg's accurate DCT; tfds.load's TensorFlow decode uses the fast one.
-    accurate = tf.io.decode_jpeg(expected["image"], channels=3, dct_method="INTEGER_ACCURATE").numpy()
+    accurate = tf.io.decode_jpeg(expected["image"], channels=3,
+                                 dct_method="INTEGER_ACCURATE").numpy()
     np.testing.assert_array_equal(example["image"], accurate)
     difference = np.abs(example["image"].astype(int) - decoded_by_tf[example["file_name"]])
-    assert difference.max() <= 8 and difference.mean() < 2  # On the sample: at most 5, 1.7 on average.
+    # On the sample: at most 5, 1.7 on average.
+    assert difference.max() <= 8 and difference.mean() < 2
 
 
 def test_a_split_expression_and_the_examples_by_index(data_dir):
@@ -136,8 +139,8 @@ def test_a_read_only_data_dir_is_refused_in_one_line(samples, tmp_path):
                                    "--data_dir", os.fspath(data_dir)])
   assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
   last = done.stderr.strip().splitlines()[-1]
-  assert last.startswith(f"error: [Errno 13] cannot add an ArrayRecord copy to {NAME}: its folder cannot "
-                         "be written"), last
+  assert last.startswith(f"error: [Errno 13] cannot add an ArrayRecord copy to {NAME}: its folder "
+                         "cannot be written"), last
   assert last.endswith(f"'{_version_dir(os.fspath(data_dir))}'")
   assert not list(_version_dir(os.fspath(data_dir)).glob("*array_record*"))
 
@@ -188,17 +191,19 @@ def test_breaking_out_of_the_torch_loader_ends_quietly(data_dir, tmp_path):
   script.write_text(textwrap.dedent(f"""
       from photo_datasets import random_access
       if __name__ == "__main__":
-        loader = random_access.torch_loader({NAME!r}, data_dir={data_dir!r}, batch_size=1, num_workers=2)
+        loader = random_access.torch_loader({NAME!r}, data_dir={data_dir!r},
+                                            batch_size=1, num_workers=2)
         for images, labels in loader:
           break
         kept = iter(loader)
         next(kept)
         print("done")
       """))
-  done = subprocess.run([sys.executable, os.fspath(script)], capture_output=True, text=True, timeout=300,
-                        check=False)
+  done = subprocess.run([sys.executable, os.fspath(script)], capture_output=True, text=True,
+                        timeout=300, check=False)
   assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr[-3000:]
-  assert "Traceback" not in done.stderr and "DataLoader worker" not in done.stderr, done.stderr[-3000:]
+  assert ("Traceback" not in done.stderr
+          and "DataLoader worker" not in done.stderr), done.stderr[-3000:]
 
 
 def test_torch_loader_drops_the_incomplete_batch_by_default(data_dir):

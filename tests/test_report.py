@@ -14,9 +14,11 @@ def _eventful_report() -> BuildReport:
   report.skip("찌개/김치찌개/Img_119_0006.jpg", "empty file")
   report.skip("구이/갈비구이/Img_000_0007.jpg", "cannot decode JPEG: image file is truncated")
   report.skip("구이/갈비구이/Img_000_0007.jpg", "conversion failed: simulated decoder failure")
-  report.warnings.append("찌개/김치찌개/Img_121_0002.jpg: prefix Img_121 is class 121, but the folder is class 119")
+  report.warnings.append("찌개/김치찌개/Img_121_0002.jpg: prefix Img_121 is class 121, "
+                         "but the folder is class 119")
   report.duplicates = [
-      ["구이/갈비구이/Img_000_0000.jpg", "구이/갈비구이/Img_000_0001.jpg"],  # One class: not listed.
+      # One class: not listed.
+      ["구이/갈비구이/Img_000_0000.jpg", "구이/갈비구이/Img_000_0001.jpg"],
       ["구이/갈비구이/Img_000_0002.jpg", "찌개/김치찌개/Img_119_0013.jpg"],
   ]
   report.empty_splits = ["test"]
@@ -26,31 +28,36 @@ def _eventful_report() -> BuildReport:
 
 def test_summary_counts_what_was_left_out_names_the_first_cases_and_the_page():
   report = _eventful_report()
-  report.near_duplicates = [{"files": ["구이/갈비구이/Img_000_0003.jpg", "찌개/김치찌개/Img_119_0014.jpg"],
+  report.near_duplicates = [{"files": ["구이/갈비구이/Img_000_0003.jpg",
+                                       "찌개/김치찌개/Img_119_0014.jpg"],
                              "across_classes": True}]
-  summary = report.summary("korean_food/224", {"train": 33, "validation": 3}, page="/data/report.html")
+  summary = report.summary("korean_food/224", {"train": 33, "validation": 3},
+                           page="/data/report.html")
   assert summary.splitlines() == [
       "korean_food/224: train 33, validation 3; left out (no examples): test",
-      "  skipped files: 3, byte-identical groups: 2 (1 across classes), near-duplicate groups: 1 (1 across classes), "
-      "warnings: 1",
+      "  skipped files: 3, byte-identical groups: 2 (1 across classes), "
+      "near-duplicate groups: 1 (1 across classes), warnings: 1",
       "    skipped 찌개/김치찌개/Img_119_0006.jpg: empty file",
       "    skipped 구이/갈비구이/Img_000_0007.jpg: cannot decode JPEG: image file is truncated",
       "    skipped 구이/갈비구이/Img_000_0007.jpg: conversion failed: simulated decoder failure",
       "    across classes: 구이/갈비구이/Img_000_0002.jpg = 찌개/김치찌개/Img_119_0013.jpg",
       "    across classes: 구이/갈비구이/Img_000_0003.jpg ~ 찌개/김치찌개/Img_119_0014.jpg",
-      "    ... and 1 more on the report page",  # The warning; counts (crop boxes, ...) are on the page only.
+      # The warning; counts (crop boxes, ...) are on the page only.
+      "    ... and 1 more on the report page",
       "  report: /data/report.html",
   ]
 
 
 def test_summary_of_a_clean_build_says_only_sizes_no_skips_and_the_page():
-  summary = BuildReport().summary("flowers_dataset/full", {"train": 81, "validation": 12, "test": 7},
+  summary = BuildReport().summary("flowers_dataset/full",
+                                  {"train": 81, "validation": 12, "test": 7},
                                   page="/data/report.html")
-  assert summary.splitlines() == ["flowers_dataset/full: train 81, validation 12, test 7", "  skipped files: 0",
-                                  "  report: /data/report.html"]
-  with_fingerprint = BuildReport().summary("flowers_dataset/full", {"train": 81}, page="/data/report.html",
-                                           fingerprint="ab" * 32)
-  assert with_fingerprint.splitlines()[-2:] == ["  report: /data/report.html", f"  fingerprint: {'ab' * 32}"]
+  assert summary.splitlines() == ["flowers_dataset/full: train 81, validation 12, test 7",
+                                  "  skipped files: 0", "  report: /data/report.html"]
+  with_fingerprint = BuildReport().summary("flowers_dataset/full", {"train": 81},
+                                           page="/data/report.html", fingerprint="ab" * 32)
+  assert with_fingerprint.splitlines()[-2:] == ["  report: /data/report.html",
+                                                f"  fingerprint: {'ab' * 32}"]
 
 
 def test_duplicates_within_one_class_are_counted_not_listed():
@@ -63,7 +70,8 @@ def test_metadata_round_trip_sorts_skipped_files_by_name():
   report = _eventful_report()
   metadata = json.loads(json.dumps(report.as_metadata()))  # Plain JSON, as TFDS stores it.
   assert [s["file_name"] for s in metadata["skipped_files"]] == [
-      "구이/갈비구이/Img_000_0007.jpg", "구이/갈비구이/Img_000_0007.jpg", "찌개/김치찌개/Img_119_0006.jpg"]
+      "구이/갈비구이/Img_000_0007.jpg", "구이/갈비구이/Img_000_0007.jpg",
+      "찌개/김치찌개/Img_119_0006.jpg"]
   restored = BuildReport.from_metadata(metadata)
   assert restored.skipped_files == [
       Skipped("구이/갈비구이/Img_000_0007.jpg", "cannot decode JPEG: image file is truncated"),

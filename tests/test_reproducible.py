@@ -25,7 +25,8 @@ from photo_datasets.catalog import fingerprint
 VERSION = str(korean_food.Builder.VERSION)
 CONFIGS = ("224", "full")
 
-# Each build in its own process, as two people's builds are: environment, extra `tfds build` arguments.
+# Each build in its own process, as two people's builds are: environment,
+# extra `tfds build` arguments.
 _BUILDS = {
     "2 workers, fork": ({"PHOTO_DATASETS_WORKERS": "2", "PHOTO_DATASETS_START_METHOD": "fork",
                          "PYTHONHASHSEED": "1"}, []),
@@ -40,7 +41,8 @@ _BUILDS = {
 }
 
 
-# `tfds build` run from `-c`: spawned workers then import what their tasks need, not the `tfds` script.
+# `tfds build` run from `-c`: spawned workers then import what their tasks
+# need, not the `tfds` script.
 _TFDS_BUILD = """
 import sys
 from tensorflow_datasets.scripts.cli import main
@@ -54,7 +56,8 @@ def _config_dir(data_dir: pathlib.Path, config: str) -> pathlib.Path:
 
 
 @pytest.fixture(scope="module")
-def real_builds(real_kfood: pathlib.Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, pathlib.Path]:
+def real_builds(real_kfood: pathlib.Path,
+                tmp_path_factory: pytest.TempPathFactory) -> dict[str, pathlib.Path]:
   """Both configs of the real photos built once per way of building: the data dirs."""
   built = {}
   for mode, (env, extra) in _BUILDS.items():
@@ -62,7 +65,8 @@ def real_builds(real_kfood: pathlib.Path, tmp_path_factory: pytest.TempPathFacto
     done = subprocess.run(
         [sys.executable, "-c", _TFDS_BUILD, "build", "korean_food", "--imports", "korean_food",
          "--manual_dir", os.fspath(real_kfood), "--data_dir", os.fspath(data_dir), *extra],
-        capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env}, timeout=900)
+        capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env},
+        timeout=900)
     assert done.returncode == 0, f"{mode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     built[mode] = data_dir
   return built
@@ -71,7 +75,8 @@ def real_builds(real_kfood: pathlib.Path, tmp_path_factory: pytest.TempPathFacto
 def _files(config_dir: pathlib.Path) -> dict[str, str]:
   """SHA-256 of what the fingerprint covers: record files and the features' files."""
   return {path.name: fingerprint.file_sha256(path) for path in sorted(config_dir.iterdir())
-          if ".tfrecord-" in path.name or path.name == "features.json" or path.name.endswith(".labels.txt")}
+          if ".tfrecord-" in path.name or path.name == "features.json"
+          or path.name.endswith(".labels.txt")}
 
 
 def _kept_fingerprint(config_dir: pathlib.Path) -> str:
@@ -97,20 +102,21 @@ def test_every_way_of_building_writes_the_same_bytes(real_builds, config):
 def test_the_fingerprint_is_shown_where_the_build_is_described(real_builds):
   config_dir = _config_dir(real_builds["1 worker"], "224")
   kept = json.loads((config_dir / "metadata.json").read_text())["fingerprint"]
-  assert set(kept["versions"]) >= {"tensorflow-datasets", "protobuf", "pillow", "simplejpeg", "numpy",
-                                   "opencv-python-headless", "libjpeg-turbo (Pillow)"}
-  assert kept["files"] == {name: sha for name, sha in _files(config_dir).items() if ".tfrecord-" in name}
+  assert set(kept["versions"]) >= {"tensorflow-datasets", "protobuf", "pillow", "simplejpeg",
+                                   "numpy", "opencv-python-headless", "libjpeg-turbo (Pillow)"}
+  assert kept["files"] == {name: sha for name, sha in _files(config_dir).items()
+                           if ".tfrecord-" in name}
   croissant = json.loads((config_dir / "croissant.json").read_text())
   assert kept["sha256"] in croissant["description"]
-  assert {file["contentUrl"]: file["sha256"] for file in croissant["distribution"] if "sha256" in file} == \
-      kept["files"]
+  assert {file["contentUrl"]: file["sha256"]
+          for file in croissant["distribution"] if "sha256" in file} == kept["files"]
   assert kept["sha256"] in (config_dir / "report.html").read_text(encoding="utf-8")
 
 
 def _verify(*args: str) -> tuple[int, str]:
   """`python -m photo_datasets.verify ARGS`: exit status and what it wrote to stderr."""
-  done = subprocess.run([sys.executable, "-m", "photo_datasets.verify", *args], capture_output=True, text=True,
-                        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=300)
+  done = subprocess.run([sys.executable, "-m", "photo_datasets.verify", *args], capture_output=True,
+                        text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=300)
   return done.returncode, done.stdout + done.stderr
 
 
@@ -119,7 +125,8 @@ def test_verify_confirms_a_copy_and_names_what_differs(real_builds, tmp_path):
   data_dir = real_builds["2 workers, fork"]
   config_dir = _config_dir(data_dir, "full")
   expected = _kept_fingerprint(config_dir)
-  status, said = _verify("korean_food/full", "--data_dir", os.fspath(data_dir), "--fingerprint", expected)
+  status, said = _verify("korean_food/full", "--data_dir", os.fspath(data_dir),
+                         "--fingerprint", expected)
   assert status == 0, said
   assert f"intact, fingerprint {expected}" in said
   # Another build's fingerprint: the copy is intact but is not that build.
@@ -136,7 +143,8 @@ def test_verify_confirms_a_copy_and_names_what_differs(real_builds, tmp_path):
     f.seek(-1, os.SEEK_CUR)
     f.write(bytes([byte[0] ^ 1]))
   labels = copy / "label.labels.txt"
-  labels.write_text(labels.read_text(encoding="utf-8").replace("갈비구이", "갈비 구이"), encoding="utf-8")
+  labels.write_text(labels.read_text(encoding="utf-8").replace("갈비구이", "갈비 구이"),
+                    encoding="utf-8")
   missing = sorted(copy.glob("*-test.tfrecord-*"))[0]
   missing.unlink()
   status, said = _verify(os.fspath(copy))
@@ -172,12 +180,14 @@ from tensorflow_datasets.core import example_serializer
 from photo_datasets.building import reproducible
 reproducible.use_in_tfds()
 features = tfds.features.FeaturesDict({
-    "image": tfds.features.Image(shape=(None, None, 3)), "label": tfds.features.ClassLabel(num_classes=3),
+    "image": tfds.features.Image(shape=(None, None, 3)),
+    "label": tfds.features.ClassLabel(num_classes=3),
     "file_name": tfds.features.Text(), "box": tfds.features.BBoxFeature(),
     "flag": tfds.features.Scalar(np.bool_)})
 serializer = example_serializer.ExampleSerializer(features.get_serialized_info())
-example = features.encode_example({"image": np.full((4, 4, 3), 7, np.uint8), "label": 1, "file_name": "a/b.jpg",
-                                   "box": tfds.features.BBox(0.1, 0.2, 0.9, 1.0), "flag": True})
+example = features.encode_example({
+    "image": np.full((4, 4, 3), 7, np.uint8), "label": 1, "file_name": "a/b.jpg",
+    "box": tfds.features.BBox(0.1, 0.2, 0.9, 1.0), "flag": True})
 sys.stdout.write(serializer.serialize_example(example).hex())
 """
 
@@ -185,8 +195,9 @@ sys.stdout.write(serializer.serialize_example(example).hex())
 def test_tfds_serializer_gives_one_byte_string_in_every_process():
   made = set()
   for seed in range(2):
-    done = subprocess.run([sys.executable, "-c", _SERIALIZE], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONHASHSEED": str(seed), "TF_CPP_MIN_LOG_LEVEL": "2"})
+    done = subprocess.run([sys.executable, "-c", _SERIALIZE], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONHASHSEED": str(seed),
+                                            "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert done.returncode == 0, done.stderr[-2000:]
     made.add(done.stdout)
   with contextlib.redirect_stdout(io.StringIO()) as here:
@@ -194,9 +205,10 @@ def test_tfds_serializer_gives_one_byte_string_in_every_process():
   made.add(here.getvalue())
   assert len(made) == 1
   # Read back as any record is.
-  features = tfds.features.FeaturesDict({"file_name": tfds.features.Text(), "label": tfds.features.ClassLabel(
-      num_classes=3)})
+  features = tfds.features.FeaturesDict({"file_name": tfds.features.Text(),
+                                         "label": tfds.features.ClassLabel(num_classes=3)})
   serializer = reproducible.DeterministicExampleSerializer(features.get_serialized_info())
   record = serializer.serialize_example(features.encode_example({"file_name": "x", "label": 2}))
-  parsed = tfds.core.example_parser.ExampleParser(features.get_serialized_info()).parse_example(record)
+  parsed = tfds.core.example_parser.ExampleParser(
+      features.get_serialized_info()).parse_example(record)
   assert parsed["label"].numpy() == 2 and parsed["file_name"].numpy() == b"x"

@@ -19,7 +19,8 @@ SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 
 
 def _content_metadata(builder) -> dict:
-  """What the scan decides, the same for every config: the metadata less the config's own fingerprint."""
+  """What the scan decides, the same for every config: the metadata less the config's own
+  fingerprint."""
   return {key: value for key, value in builder.info.metadata.items() if key != "fingerprint"}
 
 
@@ -99,13 +100,15 @@ def _count_decodes(monkeypatch) -> list[int]:
   return opened
 
 
-def test_a_first_build_decodes_each_photo_once_and_equals_a_build_from_the_saved_scan(tmp_path, monkeypatch):
+def test_a_first_build_decodes_each_photo_once_and_equals_a_build_from_the_saved_scan(
+    tmp_path, monkeypatch):
   manual_dir = tmp_path / "manual"
   shutil.copytree(SAMPLE, manual_dir)
   opened = _count_decodes(monkeypatch)
   scanned: list[int] = []
   real_inspect = images.decode_and_inspect
-  monkeypatch.setattr(images, "decode_and_inspect", lambda data: scanned.append(len(data)) or real_inspect(data))
+  monkeypatch.setattr(images, "decode_and_inspect",
+                      lambda data: scanned.append(len(data)) or real_inspect(data))
   first = _build_in_this_process("224", manual_dir, tmp_path / "data")
   photos = sum(split.num_examples for split in first.info.splits.values())
   # The scan opens every image file once; generation opens none again (a photo
@@ -121,12 +124,14 @@ def test_a_first_build_decodes_each_photo_once_and_equals_a_build_from_the_saved
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "other format", "empty"])
-def test_an_unusable_saved_scan_is_ignored_scanned_again_and_saved_anew(tmp_path, monkeypatch, caplog, damage):
+def test_an_unusable_saved_scan_is_ignored_scanned_again_and_saved_anew(tmp_path, monkeypatch,
+                                                                        caplog, damage):
   manual_dir = tmp_path / "manual"
   shutil.copytree(SAMPLE, manual_dir)
   scanned: list[int] = []
   real_inspect = images.decode_and_inspect
-  monkeypatch.setattr(images, "decode_and_inspect", lambda data: scanned.append(1) or real_inspect(data))
+  monkeypatch.setattr(images, "decode_and_inspect",
+                      lambda data: scanned.append(1) or real_inspect(data))
   first = _build_in_this_process("64", manual_dir, tmp_path / "data")
   first_scan = len(scanned)
   (saved,) = (tmp_path / "data" / "downloads" / "scans").glob("*.json")
@@ -143,8 +148,10 @@ def test_an_unusable_saved_scan_is_ignored_scanned_again_and_saved_anew(tmp_path
     second = _build_in_this_process("full", manual_dir, tmp_path / "data")
 
   assert len(scanned) == first_scan > 30  # Scanned again, every file ...
-  assert len([r for r in caplog.records if "Ignoring the saved scan" in r.message]) == 1  # ... saying why, once.
-  assert json.loads(saved.read_text())["format"] == json.loads(text)["format"]  # ... and saved anew.
+  # ... saying why, once.
+  assert len([r for r in caplog.records if "Ignoring the saved scan" in r.message]) == 1
+  # ... and saved anew.
+  assert json.loads(saved.read_text())["format"] == json.loads(text)["format"]
   assert _content_metadata(second) == _content_metadata(first)
   assert ({s: i.num_examples for s, i in second.info.splits.items()}
           == {s: i.num_examples for s, i in first.info.splits.items()})

@@ -1,16 +1,18 @@
-"""Series: shots of one scene close in a class's order share one split (`photo_datasets.photos.series`).
+"""Series, shots of one scene close in a class's order, share one split (`photos.series`).
 
 The ground truth below was written down by looking at every real photo (montages of
 ../shared/realdata/kfood and of the 100 flowers of flowers_dataset/sample):
 
-* 찌개/동태찌개 Img_121_0003 to 0009: one pot of dongtae-jjigae on a black table, one blog's watermark:
-  the whole pot, closer, two before/after collages (0004, 0006), herbs added (0005, 0007), a ladle lifting
-  the fish (0008). 0000 to 0002 and 0010 are other pots, other tables.
-* 찌개/순두부찌개 Img_123_0002 and 0004: one pot with a handle on a grey table, the "ROSE" watermark, the
-  spoon moved. 0007 and 0008: one black pot with an egg, two crops. The others are other pots.
+* 찌개/동태찌개 Img_121_0003 to 0009: one pot of dongtae-jjigae on a black table, one blog's
+  watermark: the whole pot, closer, two before/after collages (0004, 0006), herbs added (0005,
+  0007), a ladle lifting the fish (0008). 0000 to 0002 and 0010 are other pots, other tables.
+* 찌개/순두부찌개 Img_123_0002 and 0004: one pot with a handle on a grey table, the "ROSE"
+  watermark, the spoon moved. 0007 and 0008: one black pot with an egg, two crops. The others are
+  other pots.
 * 갈비구이, 갈치구이, 김치찌개: eleven, seven and seven different dishes; no two shots of one scene.
-* The 100 flowers: no two photos of one scene (the closest Flickr ids, 100080576 and 100930342, are a
-  daisy and a tulip; the six photographers with two or three photos here took them years apart).
+* The 100 flowers: no two photos of one scene (the closest Flickr ids, 100080576 and 100930342,
+  are a daisy and a tulip; the six photographers with two or three photos here took them years
+  apart).
 
 Beside them, hard cases made from these photos, which the rule was not tuned on
 file by file: each photo's close-ups (`close_up`: the photographer stepped
@@ -49,7 +51,8 @@ FLOWERS = pathlib.Path(flowers_dataset.__file__).parent / "sample" / "flower_pho
 
 def links(names, features, position, folder, **kwargs) -> list[tuple[int, int]]:
   """The pairs (i, j) of `names` that `series.scored_links` finds, without their scores."""
-  return sorted((i, j) for _, i, j in series.scored_links(names, features, position, folder, **kwargs))
+  return sorted((i, j) for _, i, j
+                in series.scored_links(names, features, position, folder, **kwargs))
 
 
 def _features(data: bytes) -> bytes:
@@ -66,25 +69,29 @@ def close_up(data: bytes, area: float, centre: tuple[float, float] = (0.5, 0.5))
   left = min(max(0, round(centre[0] * width - crop_width / 2)), width - crop_width)
   top = min(max(0, round(centre[1] * height - crop_height / 2)), height - crop_height)
   out = io.BytesIO()
-  image.crop((left, top, left + crop_width, top + crop_height)).resize(image.size, Image.Resampling.BICUBIC).save(
-      out, "JPEG", quality=90)
+  image.crop((left, top, left + crop_width, top + crop_height)).resize(
+      image.size, Image.Resampling.BICUBIC).save(out, "JPEG", quality=90)
   return out.getvalue()
 
 
-def look_alikes(names: list[str], features: list[bytes], truth, per_class: int = 3) -> list[tuple[int, int]]:
-  """In each class, the `per_class` pairs of photos of different scenes whose colours overlap most."""
+def look_alikes(names: list[str], features: list[bytes], truth,
+                per_class: int = 3) -> list[tuple[int, int]]:
+  """In each class, the `per_class` pairs of photos of different scenes whose colours overlap
+  most."""
   series_of = {name: k for k, group in enumerate(truth) for name in group}
   found = []
   for folder in sorted({class_folder(n) for n in names}):
     members = [i for i, n in enumerate(names) if class_folder(n) == folder]
     apart = [(i, j) for i, j in itertools.combinations(members, 2)
              if not (names[i] in series_of and series_of[names[i]] == series_of.get(names[j]))]
-    found += sorted(apart, key=lambda pair: -series.overlap(features[pair[0]], features[pair[1]]))[:per_class]
+    found += sorted(
+        apart, key=lambda pair: -series.overlap(features[pair[0]], features[pair[1]]))[:per_class]
   return found
 
 
 def _series_of(names: list[str], features: list[bytes], position) -> list[set[str]]:
-  return [{names[i] for i in group} for group in series.groups(names, features, position, class_folder)]
+  return [{names[i] for i in group}
+          for group in series.groups(names, features, position, class_folder)]
 
 
 def _pairs(groups) -> set[frozenset[str]]:
@@ -95,7 +102,8 @@ def _pairs(groups) -> set[frozenset[str]]:
 def kfood(real_kfood):
   paths = sorted(p for p in real_kfood.glob("*/*/*") if p.suffix.lower() in images.IMAGE_SUFFIXES)
   names = [p.relative_to(real_kfood).as_posix() for p in paths]
-  return names, [_features(p.read_bytes()) for p in paths], {n: p for n, p in zip(names, paths, strict=True)}
+  return (names, [_features(p.read_bytes()) for p in paths],
+          {n: p for n, p in zip(names, paths, strict=True)})
 
 
 @pytest.mark.real_photos
@@ -109,12 +117,14 @@ def test_the_real_series_are_found_and_no_unrelated_pairs_joined(kfood):
   assert sorted(map(sorted, found)) == sorted(map(sorted, KFOOD_SERIES))
   assert _pairs(found) == _pairs(KFOOD_SERIES)
   ladle = features[names.index("찌개/동태찌개/Img_121_0008.jpg")]
-  assert max(series.overlap(ladle, features[names.index(n)]) for n in KFOOD_SERIES[0] if "0008" not in n) < series.SURE
+  assert max(series.overlap(ladle, features[names.index(n)])
+             for n in KFOOD_SERIES[0] if "0008" not in n) < series.SURE
 
 
 @pytest.mark.real_photos
 def test_a_series_holds_across_a_re_encode_and_a_crop(kfood):
-  """Img_123_0004 re-encoded at quality 50, and cropped to its left 70 %, still joins Img_123_0002."""
+  """Img_123_0004 re-encoded at quality 50, and cropped to its left 70 %, still joins
+  Img_123_0002."""
   names, features, paths = kfood
   image = images.decode_and_inspect(paths["찌개/순두부찌개/Img_123_0004.JPG"].read_bytes())[1]
   first = features[names.index("찌개/순두부찌개/Img_123_0002.JPG")]
@@ -129,7 +139,8 @@ def test_a_series_holds_across_a_re_encode_and_a_crop(kfood):
 @pytest.fixture(scope="module")
 def close_ups(kfood):
   names, _, paths = kfood
-  return {area: [_features(close_up(paths[n].read_bytes(), area)) for n in names] for area in (0.3, 0.5)}
+  return {area: [_features(close_up(paths[n].read_bytes(), area)) for n in names]
+          for area in (0.3, 0.5)}
 
 
 def _joined_pair(whole: bytes, other: bytes) -> bool:
@@ -138,14 +149,15 @@ def _joined_pair(whole: bytes, other: bytes) -> bool:
 
 @pytest.mark.real_photos
 def test_a_close_up_joins_its_whole_photo(kfood, close_ups):
-  """Each photo's centre (30 % and 50 % of it, enlarged back) beside the photo: new colours (overlaps
-  down to 0.44) but the same objects at another scale, so the keypoints join them. The collages of two
-  small shots side by side (Img_121_0004 and 0006, 3:1) join only because their keypoints are found on
-  128 px of their shorter side; the grilled fish on a speckled pan (Img_001_0001, at 30 %) only because
-  they are found on 288 px of the longer side, not 224."""
+  """Each photo's centre (30 % and 50 % of it, enlarged back) beside the photo: new colours
+  (overlaps down to 0.44) but the same objects at another scale, so the keypoints join them. The
+  collages of two small shots side by side (Img_121_0004 and 0006, 3:1) join only because their
+  keypoints are found on 128 px of their shorter side; the grilled fish on a speckled pan
+  (Img_001_0001, at 30 %) only because they are found on 288 px of the longer side, not 224."""
   names, features, _ = kfood
   for made in close_ups.values():
-    joined = [n for n, whole, close in zip(names, features, made, strict=True) if _joined_pair(whole, close)]
+    joined = [n for n, whole, close in zip(names, features, made, strict=True)
+              if _joined_pair(whole, close)]
     assert joined == names, sorted(set(names) - set(joined))
     # Colour alone would not join most of them.
     assert sum(series.overlap(w, c) < series.SURE for w, c in zip(features, made, strict=True)) > 30
@@ -165,12 +177,14 @@ def test_an_off_centre_close_up_joins_its_whole_photo(kfood):
 
 @pytest.mark.real_photos
 def test_look_alikes_stay_apart(kfood):
-  """In each class, the three pairs of different plates whose colours overlap most, as neighbours: apart."""
+  """In each class, the three pairs of different plates whose colours overlap most, as
+  neighbours: apart."""
   names, features, _ = kfood
   pairs = look_alikes(names, features, KFOOD_SERIES)
   assert len(pairs) == 15 and max(series.overlap(features[i], features[j]) for i, j in pairs) > 0.75
   for i, j in pairs:
-    assert links(["a/1", "a/2"], [features[i], features[j]], lambda n: int(n[-1]), class_folder) == []
+    assert links(["a/1", "a/2"], [features[i], features[j]], lambda n: int(n[-1]),
+                 class_folder) == []
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +192,8 @@ def second_shots(kfood):
   """Each held-out photo's second shot of each kind (`shots.second_shot`), beside the photo."""
   names, features, paths = kfood
   held = [i for i, n in enumerate(names) if shots.held_out(n)]
-  return {kind: [(features[i], _features(shots.second_shot(paths[names[i]].read_bytes(), names[i], kind)))
+  return {kind: [(features[i],
+                  _features(shots.second_shot(paths[names[i]].read_bytes(), names[i], kind)))
                  for i in held] for kind in shots.KINDS}
 
 
@@ -211,11 +226,13 @@ def test_look_alikes_stay_apart_under_the_same_changes(kfood):
 
 @pytest.mark.real_photos
 def test_different_pots_of_one_dish_stay_apart(kfood):
-  """The eleven kimchi-jjigae photos are eleven pots that look alike: red stew, tofu, spring onion."""
+  """The eleven kimchi-jjigae photos are eleven pots that look alike: red stew, tofu, spring
+  onion."""
   names, features, _ = kfood
   kimchi = [i for i, n in enumerate(names) if "/김치찌개/" in n]
   assert len(kimchi) == 11
-  assert _series_of([names[i] for i in kimchi], [features[i] for i in kimchi], series_position) == []
+  assert _series_of([names[i] for i in kimchi], [features[i] for i in kimchi],
+                    series_position) == []
 
 
 def test_the_flowers_hold_no_series():
@@ -235,7 +252,8 @@ def test_only_neighbours_in_order_are_compared():
 
 
 def test_a_series_stops_growing_at_its_most_photos():
-  """Thirty equal photos in a row: series of at most `MAX_SERIES`, not one chain through the class."""
+  """Thirty equal photos in a row: series of at most `MAX_SERIES`, not one chain through the
+  class."""
   same = _features((FLOWERS / "daisy" / "100080576_f52e8ee070_n.jpg").read_bytes())
   names = [f"a/{i}" for i in range(30)]
   found = series.groups(names, [same] * 30, lambda n: int(n.rsplit("/", 1)[1]), class_folder)
@@ -250,7 +268,8 @@ def test_no_series_across_classes_or_without_a_position():
 
 
 def test_geometry_needs_keypoints():
-  """A flat photo has no corners: its features are its histogram alone, and only colour can join it."""
+  """A flat photo has no corners: its features are its histogram alone, and only colour can join
+  it."""
   flat = series.describe(Image.new("RGB", (300, 200), (200, 120, 40)))
   assert len(flat) == series.HISTOGRAM_BYTES
   assert series.inliers(flat, flat) == 0 and series.joined(flat, flat)
@@ -272,7 +291,8 @@ def test_a_series_and_a_near_copy_it_touches_share_one_split():
   check = images.inspect_image(data)
   other = images.inspect_image((FLOWERS / "tulips" / "100930342_92e8746431_n.jpg").read_bytes())
   digests = [splits.content_digest(bytes([i]) + data) for i in range(3)]
-  photos = [records.Photo("x/a/0.jpg", (), digests[0], other), records.Photo("x/a/1.jpg", (), digests[1], check),
+  photos = [records.Photo("x/a/0.jpg", (), digests[0], other),
+            records.Photo("x/a/1.jpg", (), digests[1], check),
             records.Photo("x/a/2.jpg", (), digests[2], check)]
   report = BuildReport()
   grouped = scan.group_near_duplicates(photos, report, [[0, 1]])
@@ -290,7 +310,8 @@ def test_features_are_made_only_where_the_builder_orders_its_photos():
   without = scan._Inspect(None)(candidate)
   assert isinstance(with_series, scan._Scanned) and isinstance(without, scan._Scanned)
   assert without.series_features == b""
-  assert len(with_series.series_features) > series.HISTOGRAM_BYTES  # The histogram, then the keypoints.
+  # The histogram, then the keypoints.
+  assert len(with_series.series_features) > series.HISTOGRAM_BYTES
   assert with_series.series_features == scan._Inspect(None, series=True)(candidate).series_features
   assert dataclasses.replace(with_series.photo) == without.photo  # The photo itself is the same.
 
@@ -346,16 +367,17 @@ def test_the_series_features_read_the_grey_plane_the_hashes_converted():
   data = (FLOWERS / "tulips" / "100930342_92e8746431_n.jpg").read_bytes()
   _, pixels = images.decode_and_inspect(data)
   grey = near_duplicates.grey(pixels)
-  assert near_duplicates.grey(pixels) is grey and np.array_equal(np.asarray(grey), np.asarray(pixels.convert("L")))
+  assert (near_duplicates.grey(pixels) is grey
+          and np.array_equal(np.asarray(grey), np.asarray(pixels.convert("L"))))
   assert series.describe(pixels) == series.describe(pixels.copy())
   assert near_duplicates.grey(pixels.copy()) is not grey
 
 
 @pytest.mark.real_photos
 def test_a_strip_keeps_its_keypoints_where_they_are(kfood):
-  """A banner cut from a real photo (its full width, 60 px high, repeated side by side to 12:1) is searched
-  on 128 px of its height, at most 896 px wide: every keypoint lies inside that photo (x and y in 1/8 px
-  fit their uint16)."""
+  """A banner cut from a real photo (its full width, 60 px high, repeated side by side to 12:1) is
+  searched on 128 px of its height, at most 896 px wide: every keypoint lies inside that photo (x
+  and y in 1/8 px fit their uint16)."""
   names, _, paths = kfood
   with Image.open(paths[names[0]]) as opened:
     photo = opened.convert("RGB")
@@ -367,7 +389,9 @@ def test_a_strip_keeps_its_keypoints_where_they_are(kfood):
   features = series.describe(strip)
   keypoints = np.frombuffer(features[series.HISTOGRAM_BYTES:], dtype=series._KEYPOINT)
   assert len(keypoints) > 0
-  assert keypoints["x"].max() / 8 < 720 and keypoints["y"].max() / 8 < 60  # Not shrunk, and no upscaling.
+  # Not shrunk, and no upscaling.
+  assert keypoints["x"].max() / 8 < 720 and keypoints["y"].max() / 8 < 60
   wide = strip.resize((7200, 600))
   kept = np.frombuffer(series.describe(wide)[series.HISTOGRAM_BYTES:], dtype=series._KEYPOINT)
-  assert kept["x"].max() / 8 < 896 and kept["y"].max() / 8 < 75  # 896 x 75 at most, whatever its height.
+  # 896 x 75 at most, whatever its height.
+  assert kept["x"].max() / 8 < 896 and kept["y"].max() / 8 < 75

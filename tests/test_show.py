@@ -83,7 +83,8 @@ def test_pipeline_grid_shows_a_batch_at_the_image_size(data_dir, tmp_path, name,
 def test_korean_food_captions_are_the_english_names(data_dir, stored, name):
   figure = show.grid_figure(name, data_dir=data_dir, count=100)  # The whole train split.
   examples = stored[name]
-  assert {axes.get_label() for axes in figure.axes} == {f for f, e in examples.items() if e["split"] == "train"}
+  assert {axes.get_label() for axes in figure.axes} == {f for f, e in examples.items()
+                                                         if e["split"] == "train"}
   for axes in figure.axes:
     assert _caption(axes) == ENGLISH[examples[axes.get_label()]["label"]]
   texts = [text.get_text() for text in figure.findobj(Text)]
@@ -91,7 +92,8 @@ def test_korean_food_captions_are_the_english_names(data_dir, stored, name):
 
 
 def test_korean_food_pipeline_captions_are_english(data_dir):
-  figure = show.grid_figure("korean_food/full", data_dir=data_dir, count=16, pipeline=True, image_size=64)
+  figure = show.grid_figure("korean_food/full", data_dir=data_dir, count=16, pipeline=True,
+                            image_size=64)
   assert {_caption(axes) for axes in figure.axes} <= set(ENGLISH.values())
 
 
@@ -142,7 +144,8 @@ def test_pipeline_on_a_full_config_needs_image_size(data_dir, tmp_path, capsys):
   with pytest.raises(ValueError, match="--image_size"):
     show.write_grid("korean_food/full", data_dir=data_dir, out=tmp_path / "x.png", pipeline=True)
   with pytest.raises(SystemExit) as exit_info:
-    show.main(["korean_food/full", "--data_dir", data_dir, "--out", str(tmp_path / "x.png"), "--pipeline"])
+    show.main(["korean_food/full", "--data_dir", data_dir, "--out", str(tmp_path / "x.png"),
+               "--pipeline"])
   assert exit_info.value.code == 2
   assert "needs --image_size" in capsys.readouterr().err
   assert not (tmp_path / "x.png").exists()
@@ -177,14 +180,16 @@ def test_tfds_show_examples_and_as_dataframe_work(data_dir, name):
   figure = tfds.show_examples(ds, info)
   try:
     assert len(figure.axes) == 9 and all(axes.images for axes in figure.axes)
-    if name.startswith("flowers"):  # korean_food has two ClassLabels (label, super_category): no caption.
+    # korean_food has two ClassLabels (label, super_category): no caption.
+    if name.startswith("flowers"):
       assert all(axes.get_xlabel() for axes in figure.axes)
     figure.canvas.draw()
   finally:
     plt.close(figure)
   frame = tfds.as_dataframe(ds.take(4), info)
   assert len(frame) == 4 and set(frame.columns) == set(info.features)
-  html = frame._repr_html_()  # What a notebook shows: images (and boxes, drawn on a blank) as thumbnails.
+  # What a notebook shows: images (and boxes, drawn on a blank) as thumbnails.
+  html = frame._repr_html_()
   assert html.count("<img") == 4 * (2 if "bbox" in info.features else 1)
 
 

@@ -33,7 +33,8 @@ def data_dir(samples) -> str:
 
 
 @pytest.fixture(scope="module")
-def korean_food_run(data_dir: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[train.TrainResult, str]:
+def korean_food_run(data_dir: str,
+                    tmp_path_factory: pytest.TempPathFactory) -> tuple[train.TrainResult, str]:
   """The command line, in-process: the result and what it printed."""
   out_dir = tmp_path_factory.mktemp("korean_food_out")
   printed = io.StringIO()
@@ -45,7 +46,8 @@ def korean_food_run(data_dir: str, tmp_path_factory: pytest.TempPathFactory) -> 
 
 @pytest.fixture(scope="module")
 def flowers_run(data_dir: str, tmp_path_factory: pytest.TempPathFactory) -> train.TrainResult:
-  return train.train("flowers_dataset/full", data_dir=data_dir, out_dir=tmp_path_factory.mktemp("flowers_out"),
+  return train.train("flowers_dataset/full", data_dir=data_dir,
+                     out_dir=tmp_path_factory.mktemp("flowers_out"),
                      image_size=64, epochs=1, batch_size=16, seed=0, verbose=0)
 
 
@@ -76,7 +78,8 @@ def _check_history(path: pathlib.Path, *, validation: bool, test: bool) -> dict:
   expected = {"loss", "accuracy"} | ({"val_loss", "val_accuracy"} if validation else set())
   assert set(history["history"]) == expected
   assert all(len(values) == 1 for values in history["history"].values())
-  assert history["train_images_per_second"] > 0  # Its figure: test_training_speed_leaves_out_the_first_batch_only.
+  # Its figure: test_training_speed_leaves_out_the_first_batch_only.
+  assert history["train_images_per_second"] > 0
   assert len(history["epoch_train_images_per_second"]) == 1
   assert history["settings"]["epochs"] == 1
   if test:
@@ -94,7 +97,8 @@ def _check_png(path: pathlib.Path) -> None:
 
 def test_korean_food_writes_model_history_curves_and_classes(korean_food_run):
   result, _ = korean_food_run
-  assert {p.name for p in result.out_dir.iterdir()} == {"model.keras", "history.json", "history.png", "classes.json"}
+  assert {p.name for p in result.out_dir.iterdir()} == {
+      "model.keras", "history.json", "history.png", "classes.json"}
   _check_model(result.model_path, 64, 150)
   history = _check_history(result.history_path, validation=True, test=True)
   assert history["settings"]["image_size"] == 64 and history["settings"]["batch_size"] == 8
@@ -107,19 +111,23 @@ def test_the_test_metrics_are_the_saved_models_on_the_test_split(korean_food_run
   model = keras.saving.load_model(result.model_path)
 
   def scores(split: str) -> dict[str, float]:
-    return model.evaluate(pipeline.evaluation_dataset("korean_food/64", split=split, batch_size=8, data_dir=data_dir),
+    return model.evaluate(pipeline.evaluation_dataset("korean_food/64", split=split, batch_size=8,
+                                                      data_dir=data_dir),
                           return_dict=True, verbose=0)
 
   history = json.loads(result.history_path.read_text(encoding="utf-8"))
   test, validation = scores("test"), scores("validation")
   assert history["test"] == result.test == pytest.approx(test, rel=1e-5)
   assert history["history"]["val_loss"][-1] == pytest.approx(validation["loss"], rel=1e-5)
-  assert validation["loss"] != pytest.approx(test["loss"], rel=1e-3)  # So the two cannot be confused.
-  assert history["train_images_per_epoch"] == 33 // 8 * 8  # The sample's train split, full batches only.
+  # So the two cannot be confused.
+  assert validation["loss"] != pytest.approx(test["loss"], rel=1e-3)
+  # The sample's train split, full batches only.
+  assert history["train_images_per_epoch"] == 33 // 8 * 8
 
 
 def test_training_speed_leaves_out_the_first_batch_only(monkeypatch):
-  ticks = iter([0.0, 5.0, 6.0, 7.0, 10.0, 11.0, 12.0])  # Epoch 1: a 5 s first batch, two of 1 s; epoch 2: two.
+  # Epoch 1: a 5 s first batch, two of 1 s; epoch 2: two.
+  ticks = iter([0.0, 5.0, 6.0, 7.0, 10.0, 11.0, 12.0])
   monkeypatch.setattr(train, "time", types.SimpleNamespace(perf_counter=lambda: next(ticks)))
   speed = train._Speed(batch_size=8)
   for epoch, batches in enumerate((3, 2)):
@@ -153,13 +161,15 @@ def test_flowers_full_trains_at_the_size_asked(flowers_run):
   _check_history(flowers_run.history_path, validation=True, test=True)
   _check_png(flowers_run.plot_path)
   classes = json.loads(flowers_run.classes_path.read_text(encoding="utf-8"))
-  assert classes == {str(i): {"name": name}
-                     for i, name in enumerate(["dandelion", "daisy", "tulips", "sunflowers", "roses"])}
+  assert classes == {str(i): {"name": name} for i, name in enumerate(
+      ["dandelion", "daisy", "tulips", "sunflowers", "roses"])}
 
 
-def test_a_full_config_without_image_size_is_a_usage_error_naming_the_option(data_dir, tmp_path, capsys):
+def test_a_full_config_without_image_size_is_a_usage_error_naming_the_option(
+    data_dir, tmp_path, capsys):
   with pytest.raises(SystemExit) as exit_info:
-    train.main(["flowers_dataset/full", "--data_dir", data_dir, "--out_dir", os.fspath(tmp_path / "out")])
+    train.main(["flowers_dataset/full", "--data_dir", data_dir,
+                "--out_dir", os.fspath(tmp_path / "out")])
   assert exit_info.value.code == 2
   assert "--image_size" in capsys.readouterr().err
   assert not (tmp_path / "out").exists()
@@ -169,9 +179,11 @@ def test_a_full_config_without_image_size_is_a_usage_error_naming_the_option(dat
 
 def test_an_unbuilt_config_is_named_without_the_usage_text(data_dir, tmp_path):
   with pytest.raises(SystemExit) as exit_info:
-    train.main(["flowers_dataset/96", "--data_dir", data_dir, "--out_dir", os.fspath(tmp_path / "out")])
+    train.main(["flowers_dataset/96", "--data_dir", data_dir,
+                "--out_dir", os.fspath(tmp_path / "out")])
   message = str(exit_info.value.code)
-  assert message.startswith("error: flowers_dataset/96 is not built in ") and "usage:" not in message
+  assert (message.startswith("error: flowers_dataset/96 is not built in ")
+          and "usage:" not in message)
 
 
 def test_splits_the_build_left_out_are_skipped_with_a_note(train_only_data_dir, tmp_path, capsys):
@@ -185,7 +197,8 @@ def test_splits_the_build_left_out_are_skipped_with_a_note(train_only_data_dir, 
   _check_png(result.plot_path)
 
 
-@pytest.mark.skipif(bool(tf.config.list_physical_devices("GPU")), reason="checks the CPU-only choice")
+@pytest.mark.skipif(bool(tf.config.list_physical_devices("GPU")),
+                    reason="checks the CPU-only choice")
 def test_mixed_precision_auto_stays_float32_without_a_gpu(korean_food_run):
   result, _ = korean_food_run
   assert train.dtype_policy("auto") == "float32"

@@ -24,8 +24,8 @@ def _photo(grey: int) -> bytes:
   image = Image.new("RGB", SIZE, (grey, grey, grey))
   x0, y0, x1, y1 = BOX
   draw = ImageDraw.Draw(image)
-  for (left, top), colour in zip([(x0, y0), (x1 - 40, y0), (x0, y1 - 30), (x1 - 40, y1 - 30)], CORNERS.values(),
-                                 strict=True):
+  for (left, top), colour in zip([(x0, y0), (x1 - 40, y0), (x0, y1 - 30), (x1 - 40, y1 - 30)],
+                                 CORNERS.values(), strict=True):
     draw.rectangle([left, top, left + 39, top + 29], fill=colour)
   data = io.BytesIO()
   image.save(data, "JPEG", quality=95)
@@ -43,7 +43,8 @@ def test_training_crops_of_full_keep_the_whole_crop_box(tmp_path: pathlib.Path) 
   names = [f"Img_000_{i:04d}" for i in range(8)]
   files = {f"{FOLDER}{name}.jpg": _photo(80 + 20 * i) for i, name in enumerate(names)}
   files[FOLDER + "crop_area.properties"] = testing.properties(
-      ["[sections]"] + [f"{name}={BOX[0]},{BOX[1]},{BOX[2] - BOX[0]},{BOX[3] - BOX[1]}" for name in names])  # x,y,w,h
+      ["[sections]"] + [f"{name}={BOX[0]},{BOX[1]},{BOX[2] - BOX[0]},{BOX[3] - BOX[1]}"  # x,y,w,h
+                        for name in names])
   testing.write_tree(tmp_path / "manual", files)
   builder = testing.build("korean_food/full", tmp_path / "data", tmp_path / "manual")
   stored = list(tfds.as_numpy(builder.as_dataset(split="all")))
@@ -57,7 +58,8 @@ def test_training_crops_of_full_keep_the_whole_crop_box(tmp_path: pathlib.Path) 
     for images, _ in tfds.as_numpy(ds):
       for image in images:
         assert _colours_seen(image) == set(CORNERS), seed
-        boxed_shares.append((np.ptp(image.astype(int), axis=2) > 150).mean())  # The corners' share of the crop.
+        # The corners' share of the crop.
+        boxed_shares.append((np.ptp(image.astype(int), axis=2) > 150).mean())
   assert len(boxed_shares) == 48
   # 16 % where the crop is the box, 4 % for the whole photo: crops of many sizes around the box.
   assert len({round(share, 3) for share in boxed_shares}) > 10

@@ -44,7 +44,8 @@ def upgraded(tmp_path_factory) -> tuple[pathlib.Path, pathlib.Path]:
 
 
 def _command_in(message: str) -> list[str]:
-  (line,) = [line.strip() for line in message.splitlines() if line.strip().startswith("tfds build ")]
+  (line,) = [line.strip() for line in message.splitlines()
+             if line.strip().startswith("tfds build ")]
   return shlex.split(line)
 
 
@@ -58,16 +59,17 @@ def test_a_tool_names_the_earlier_build_and_both_ways_forward(upgraded):
   assert f"It holds korean_food/224 at version {EARLIER} (40 photos)" in message
   assert "the splits changed in 1.3.0, 1.4.0" in message  # The release notes that say "Splits ...".
   assert f"Read it as it is: korean_food/224:{EARLIER}" in message
-  assert _command_in(message) == ["tfds", "build", "korean_food", "--imports", "korean_food", "--config",
-                                  "224", "--data_dir", os.fspath(data_dir), "--manual_dir",
-                                  os.fspath(manual_dir)]
+  assert _command_in(message) == ["tfds", "build", "korean_food", "--imports", "korean_food",
+                                  "--config", "224", "--data_dir", os.fspath(data_dir),
+                                  "--manual_dir", os.fspath(manual_dir)]
   assert "The build reuses the saved scan: roughly 1 minute on" in message
 
 
 def test_the_earlier_build_reads_as_it_is_through_the_tools(upgraded):
   data_dir, _ = upgraded
   name = f"korean_food/224:{EARLIER}"
-  images, labels = next(iter(pipeline.training_dataset(name, batch_size=4, data_dir=os.fspath(data_dir))))
+  images, labels = next(iter(pipeline.training_dataset(name, batch_size=4,
+                                                       data_dir=os.fspath(data_dir))))
   assert images.shape == (4, 224, 224, 3) and labels.shape == (4,)
   assert built.open_built(name, os.fspath(data_dir)).version == EARLIER
   verify.main([name, "--data_dir", os.fspath(data_dir)])  # The records match its fingerprint.
@@ -82,14 +84,16 @@ def test_plain_tfds_load_names_the_earlier_build_and_the_command(upgraded):
   assert f"and {data_dir / 'downloads' / 'manual'} holds no download to build it from." in message
   assert f"Read it as it is: korean_food/224:{EARLIER}" in message
   assert _command_in(message)[-2:] == ["--manual_dir", os.fspath(manual_dir)]
-  assert isinstance(error.value, AssertionError)  # What TFDS raises there: code that catches it still does.
+  # What TFDS raises there: code that catches it still does.
+  assert isinstance(error.value, AssertionError)
 
 
 def test_plain_tfds_load_of_a_config_never_built_gives_the_command(tmp_path):
   with pytest.raises(unbuilt.SourceNotFound) as error:
     tfds.load("korean_food/224", data_dir=os.fspath(tmp_path))
   message = str(error.value)
-  assert f"{tmp_path / 'downloads' / 'manual'} holds no download to build it from. Build it first:\n" in message
+  assert (f"{tmp_path / 'downloads' / 'manual'} holds no download to build it from. "
+          "Build it first:\n") in message
   assert "It holds" not in message
   assert _command_in(message)[-2:] == ["--manual_dir", unbuilt.MANUAL_DIR]
   assert "MANUAL_DOWNLOAD_INSTRUCTIONS" in message
@@ -108,8 +112,8 @@ def test_a_rebuild_says_why_it_scans_again(upgraded, tmp_path, capsys):
       json.dumps(earlier), "utf-8")  # Named by that format: not the name this one looks for.
   build("korean_food/64", tmp_path, manual_dir)
   said = capsys.readouterr().out
-  assert (f"korean_food/64: the saved scan in {tmp_path / 'downloads' / 'scans'} was made by another "
-          f"version of the package (scan format {earlier['format']}; this one reads "
+  assert (f"korean_food/64: the saved scan in {tmp_path / 'downloads' / 'scans'} was made by "
+          f"another version of the package (scan format {earlier['format']}; this one reads "
           f"{earlier['format'] + 1}): scanning {manual_dir} again.") in said
 
 

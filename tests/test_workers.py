@@ -72,11 +72,13 @@ def _kill_on(victim: bytes, real):
 
 @pytest.mark.parametrize("scan_saved, reason", [
     # A first build converts in the scan, from the scan's decode.
-    (False, "checking or converting it killed the worker process (out of memory or a decoder crash)"),
+    (False, "checking or converting it killed the worker process "
+            "(out of memory or a decoder crash)"),
     # A build that reuses the saved scan converts in generation.
     (True, "conversion killed the worker process (out of memory or a decoder crash)"),
 ])
-def test_a_worker_killed_while_converting_skips_that_photo(tmp_path, monkeypatch, scan_saved, reason):
+def test_a_worker_killed_while_converting_skips_that_photo(tmp_path, monkeypatch, scan_saved,
+                                                          reason):
   manual, victim, victim_name = _flowers(tmp_path)
   if scan_saved:
     build("flowers_dataset/full", tmp_path / "data", manual, workers=2)
@@ -84,7 +86,8 @@ def test_a_worker_killed_while_converting_skips_that_photo(tmp_path, monkeypatch
   builder = build("flowers_dataset/64", tmp_path / "data", manual, workers=2)
   skipped = builder.info.metadata["skipped_files"]
   assert skipped == [{"file_name": victim_name, "reason": reason}]
-  assert set(read_examples(builder)) == {f"{p.parent.name}/{p.name}" for p in manual.glob("*/*/*.jpg")} - {victim_name}
+  assert set(read_examples(builder)) == {
+      f"{p.parent.name}/{p.name}" for p in manual.glob("*/*/*.jpg")} - {victim_name}
 
 
 def test_a_worker_killed_while_scanning_skips_that_photo(tmp_path, monkeypatch):
@@ -93,7 +96,8 @@ def test_a_worker_killed_while_scanning_skips_that_photo(tmp_path, monkeypatch):
   builder = build("flowers_dataset/64", tmp_path / "data", manual, workers=2)
   assert builder.info.metadata["skipped_files"] == [{
       "file_name": victim_name,
-      "reason": "checking or converting it killed the worker process (out of memory or a decoder crash)"}]
+      "reason": "checking or converting it killed the worker process "
+                "(out of memory or a decoder crash)"}]
   assert len(read_examples(builder)) == 39
 
 
@@ -127,15 +131,18 @@ testing.build("flowers_dataset/64", sys.argv[1], sys.argv[2], workers=2)
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_no_worker_outlives_a_build_whose_main_process_is_killed(tmp_path):
   manual, _, _ = _flowers(tmp_path)
-  build_process = subprocess.Popen([sys.executable, "-c", _SLOW_BUILD, str(tmp_path / "data"), str(manual)],
+  build_process = subprocess.Popen([sys.executable, "-c", _SLOW_BUILD, str(tmp_path / "data"),
+                                    str(manual)],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   try:
     deadline = time.monotonic() + 60
     while len(workers := _children(build_process.pid)) < 2:
-      assert time.monotonic() < deadline and build_process.poll() is None, "the build started no workers"
+      assert time.monotonic() < deadline and build_process.poll() is None, \
+          "the build started no workers"
       time.sleep(0.2)
     assert all(_alive(pid) for pid in workers)
-    build_process.kill()  # SIGKILL, as the out-of-memory killer does: no cleanup runs in the main process.
+    # SIGKILL, as the out-of-memory killer does: no cleanup runs in the main process.
+    build_process.kill()
     build_process.wait()
     deadline = time.monotonic() + 5
     while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:

@@ -1,11 +1,10 @@
 """Records written by the worker processes (photo_datasets/building/writing.py):
-the same files, byte for byte, as TFDS's own writer in the main process, and
-the private parts of tensorflow-datasets that rely on it still shaped as read."""
+the same files, byte for byte, as TFDS's own writer in the main process (the
+private parts of tensorflow-datasets it relies on: tests/test_tfds_private.py)."""
 
 from __future__ import annotations
 
 import filecmp
-import inspect
 import os
 import pathlib
 import re
@@ -16,13 +15,10 @@ import time
 
 import pytest
 import tensorflow_datasets as tfds
-from tensorflow_datasets.core import dataset_builder, example_serializer, hashing, shuffle, split_builder
-from tensorflow_datasets.core import writer as tfds_writer
-from tensorflow_datasets.core.utils import shard_utils
 
 import flowers_dataset
 import korean_food
-from photo_datasets.building import builder, reproducible, sharding
+from photo_datasets.building import builder, sharding
 
 SOURCES = {
     "flowers_dataset": pathlib.Path(flowers_dataset.__file__).parent / "sample",
@@ -42,10 +38,12 @@ def _build(data_dir: pathlib.Path, name: str, monkeypatch: pytest.MonkeyPatch, *
 def _page(path: str, data_dir: pathlib.Path) -> str:
   """The report page, less what names its data dir and the build's time."""
   text = open(path, encoding="utf-8").read().replace(os.fspath(data_dir), "DATA_DIR")
-  return re.sub(r"[\d.]+ s \(scan and conversion\)", "", re.sub(r"Written [\d-]+ [\d:]+ UTC", "", text))
+  return re.sub(r"[\d.]+ s \(scan and conversion\)", "",
+                re.sub(r"Written [\d-]+ [\d:]+ UTC", "", text))
 
 
-def _assert_same_files(ours: tfds.core.DatasetBuilder, theirs: tfds.core.DatasetBuilder) -> list[str]:
+def _assert_same_files(ours: tfds.core.DatasetBuilder,
+                       theirs: tfds.core.DatasetBuilder) -> list[str]:
   names = sorted(os.listdir(ours.data_dir))
   assert names == sorted(os.listdir(theirs.data_dir))
   assert not [n for n in names if "spill" in n]
@@ -61,12 +59,14 @@ def _assert_same_files(ours: tfds.core.DatasetBuilder, theirs: tfds.core.Dataset
 
 @pytest.mark.parametrize("name", ["korean_food/64", "korean_food/full", "flowers_dataset/full"])
 def test_the_workers_write_what_tfds_writes(tmp_path, monkeypatch, name):
-  monkeypatch.setattr(sharding, "EXAMPLES_PER_FILE", 7)  # Several shards a split, cut where TFDS cuts.
+  # Several shards a split, cut where TFDS cuts.
+  monkeypatch.setattr(sharding, "EXAMPLES_PER_FILE", 7)
   ours = _build(tmp_path / "ours", name, monkeypatch, in_workers=True)
   theirs = _build(tmp_path / "tfds", name, monkeypatch, in_workers=False)
   names = _assert_same_files(ours, theirs)
   assert ours.info.splits["train"].num_shards >= 3
-  assert sum(".tfrecord-" in n for n in names) == sum(s.num_shards for s in ours.info.splits.values())
+  assert sum(".tfrecord-" in n for n in names) == sum(
+      s.num_shards for s in ours.info.splits.values())
   for split in ours.info.splits:
     assert [(os.path.basename(f.filename), f.skip, f.take, f.examples_in_shard)
             for f in ours.info.splits[split].file_instructions] == [
@@ -76,9 +76,11 @@ def test_the_workers_write_what_tfds_writes(tmp_path, monkeypatch, name):
 
 def test_num_shards_is_honoured_as_tfds_honours_it(tmp_path, monkeypatch):
   ours = _build(tmp_path / "ours", "flowers_dataset/32", monkeypatch, in_workers=True, num_shards=5)
-  theirs = _build(tmp_path / "tfds", "flowers_dataset/32", monkeypatch, in_workers=False, num_shards=5)
+  theirs = _build(tmp_path / "tfds", "flowers_dataset/32", monkeypatch, in_workers=False,
+                  num_shards=5)
   _assert_same_files(ours, theirs)
-  assert {split: info.num_shards for split, info in ours.info.splits.items()} == dict.fromkeys(ours.info.splits, 5)
+  assert {split: info.num_shards for split, info in ours.info.splits.items()} == \
+      dict.fromkeys(ours.info.splits, 5)
 
 
 # A build slowed down while its workers spill the train split.
@@ -101,11 +103,14 @@ testing.build("flowers_dataset/64", sys.argv[1], sys.argv[2], workers=2)
 
 def test_ctrl_c_while_the_workers_write_leaves_nothing(tmp_path):
   data_dir = tmp_path / "data"
-  build = subprocess.Popen([sys.executable, "-c", _SLOW_BUILD, str(data_dir), str(SOURCES["flowers_dataset"])],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+  build = subprocess.Popen([sys.executable, "-c", _SLOW_BUILD, str(data_dir),
+                            str(SOURCES["flowers_dataset"])],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                           start_new_session=True)
   try:
     assert build.stdout is not None
-    assert any("SPILLING" in line for line in build.stdout), "the build never spilled its train split"
+    assert any("SPILLING" in line for line in build.stdout), \
+        "the build never spilled its train split"
     os.killpg(build.pid, signal.SIGINT)  # As a terminal sends Ctrl-C: to the build and its workers.
     assert build.wait(timeout=60) != 0
   finally:
@@ -121,39 +126,5 @@ def test_ctrl_c_while_the_workers_write_leaves_nothing(tmp_path):
   else:
     pytest.fail("a worker outlived the interrupted build")
   left = [p.relative_to(data_dir) for p in data_dir.rglob("*")]
-  assert not [p for p in left if "incomplete." in str(p) or "spill" in str(p) or ".tfrecord" in str(p)], left
-
-
-def test_the_private_hooks_are_shaped_as_read():
-  """The parts of tensorflow-datasets `writing` and `PhotoBuilder._generate_splits`
-  rely on, as read in the pinned version: a new version must be read again."""
-  assert tfds.__version__ == "4.9.10", "writing.py follows tensorflow-datasets 4.9.10's writer: check it again"
-
-  def params(function: object) -> list[str]:
-    return list(inspect.signature(function).parameters)  # type: ignore[arg-type]
-
-  builder_class = dataset_builder.GeneratorBasedBuilder
-  assert params(builder_class._generate_splits) == ["self", "dl_manager", "download_config"]
-  assert params(builder_class._get_filename_template) == ["self", "split_name"]
-  assert params(builder_class._example_writer) == ["self"]
-  assert params(tfds_writer._write_index_file) == ["sharded_index_path", "record_keys"]
-  assert params(tfds_writer._get_index_path) == ["path"]
-  assert params(tfds_writer.ExampleWriter.write) == ["self", "path", "examples"]
-  assert params(shuffle.get_bucket_number) == ["hkey", "num_buckets", "max_hkey"]
-  assert params(hashing.Hasher) == ["salt"]
-  assert params(example_serializer.ExampleSerializer) == ["example_specs"]
-  assert params(shard_utils.get_shard_boundaries) == ["num_examples", "number_of_shards"]
-  assert params(shard_utils.ShardConfig.get_number_shards)[:3] == ["self", "total_size", "num_examples"]
-  assert params(tfds.core.SplitInfo)[:4] == ["name", "shard_lengths", "num_bytes", "filename_template"]
-  # TFDS's writer: keys hashed with the split's name, records in hash order, cut by count.
-  build_source = inspect.getsource(split_builder.SplitBuilder._build_from_generator)
-  assert "hash_salt=split_name" in build_source and "encode_example(example)" in build_source
-  assert "sorted(self._mem_buffer)" in inspect.getsource(shuffle.Shuffler._iter_mem)
-  assert "get_shard_boundaries(num_examples, num_shards)" in inspect.getsource(tfds_writer._get_shard_specs)
-  # TFDS's writers look their serializer up by name when a split is written (`reproducible.use_in_tfds`).
-  for build_split in (split_builder.SplitBuilder._build_from_generator,
-                      split_builder.SplitBuilder._build_from_pcollection):
-    assert "example_serializer.ExampleSerializer(" in inspect.getsource(build_split)
-  tfds_serializer = reproducible.DeterministicExampleSerializer.__bases__[0]  # Whatever the name holds now.
-  assert "SerializeToString()" in inspect.getsource(tfds_serializer.serialize_example)
-  assert params(tfds_serializer.get_tf_example) == ["self", "example"]
+  assert not [p for p in left
+              if "incomplete." in str(p) or "spill" in str(p) or ".tfrecord" in str(p)], left

@@ -122,7 +122,8 @@ def piece_sizes(size: int, smallest: int, largest: int) -> Iterator[int]:
   of two, whole MiB and whole MB from `largest` down to `smallest` that gives
   more than one order (a join of pieces whose names sort as numbers is no mistake)."""
   seen: set[int] = set()
-  candidates = [1 << 30, *(1 << k for k in range(largest.bit_length() - 1, smallest.bit_length() - 2, -1)),
+  candidates = [1 << 30,
+                *(1 << k for k in range(largest.bit_length() - 1, smallest.bit_length() - 2, -1)),
                 *range(largest, smallest - 1, -(1 << 20)),
                 *range(largest // 1_000_000 * 1_000_000, smallest, -1_000_000)]
   for piece_size in candidates:
@@ -141,7 +142,8 @@ def size_in_words(size: int) -> str:
   return f"{size:,} bytes"
 
 
-def text_order_sizes(size: int, last_end: int, smallest: int = 512, most_pieces: int = 1 << 20) -> list[int]:
+def text_order_sizes(size: int, last_end: int, smallest: int = 512,
+                     most_pieces: int = 1 << 20) -> list[int]:
   """The piece sizes, smallest first, for which a join in text order of a file
   of `size` bytes ends its last (short) piece at byte `last_end`: the pieces
   after it in text order are whole, so they fill `size - last_end` bytes."""
@@ -165,8 +167,8 @@ def _divisors(n: int) -> list[int]:
 
 
 def runs(extents: Iterable[Extent]) -> list[tuple[int, int]]:
-  """(start, end) of the extents in the file they lie in, in reading order, touching ones merged: two piece
-  sizes that give the same runs read a file the same way."""
+  """(start, end) of the extents in the file they lie in, in reading order, touching ones
+  merged: two piece sizes that give the same runs read a file the same way."""
   merged: list[tuple[int, int]] = []
   for e in extents:
     if merged and merged[-1][1] == e.offset:

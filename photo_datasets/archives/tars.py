@@ -27,8 +27,8 @@ _MAGIC_AT = 257  # Where a ustar or GNU header has its "ustar" magic.
 
 @dataclasses.dataclass(frozen=True)
 class Cut:
-  """Where a cut tar stops: in the data of `member` (`arrived` of its `size` bytes), or, with `member`
-  None, in the header that follows `after` (the last whole member, None for none)."""
+  """Where a cut tar stops: in the data of `member` (`arrived` of its `size` bytes), or, with
+  `member` None, in the header that follows `after` (the last whole member, None for none)."""
 
   tar_size: int
   member: str | None = None
@@ -178,5 +178,6 @@ def _header_error(f: IO[bytes], at: int) -> str | None:
 
 
 def extent(path: str, member: tarfile.TarInfo, tar_size: int) -> Extent:
-  """Where `member`'s data lies in the tar file at `path`: the bytes that are there, if the tar is cut in it."""
+  """Where `member`'s data lies in the tar file at `path`: the bytes that are there, if the
+  tar is cut in it."""
   return Extent(path, member.offset_data, max(0, min(member.size, tar_size - member.offset_data)))

@@ -30,7 +30,8 @@ from typing import IO, Any, Protocol
 
 from photo_datasets.archives.pieces import ReadOnlyView
 
-# signature, disk, central directory's disk, entries here, entries, directory size, directory offset, comment length
+# signature, disk, central directory's disk, entries here, entries, directory size, directory
+# offset, comment length
 END = struct.Struct("<4s4H2LH")
 END_SIGNATURE = b"PK\x05\x06"
 # signature, the ZIP64 end record's disk, its offset, disks
@@ -45,7 +46,8 @@ _ZIP64_END_SIGNATURE = b"PK\x06\x06"
 # header's offset
 _CENTRAL = struct.Struct("<4s6H3L5H2L")
 _CENTRAL_SIGNATURE = b"PK\x01\x02"
-# signature, version, flags, method, time, date, CRC-32, stored size, size, name length, extra length
+# signature, version, flags, method, time, date, CRC-32, stored size, size, name length, extra
+# length
 LOCAL = struct.Struct("<4s5H3L2H")
 LOCAL_SIGNATURE = b"PK\x03\x04"
 STORED, DEFLATED = 0, 8
@@ -169,7 +171,8 @@ def members(f: Seekable, size: int, decode: Decode, checked: int) -> list[Member
   return _directory(f, read_at(f, found.offset, found.size), decode, checked)
 
 
-def nested_problem(f: Seekable, size: int, decode: Decode, checked: int, inner_checked: int) -> str | None:
+def nested_problem(f: Seekable, size: int, decode: Decode, checked: int,
+                   inner_checked: int) -> str | None:
   """None when the zip in `f` agrees with its bytes (`members`), and so does
   each stored zip in it; else what is wrong, in words."""
   found = members(f, size, decode, checked)
@@ -221,7 +224,8 @@ def _directory(f: Seekable, directory: bytes, decode: Decode, checked: int) -> l
             else "its central directory is not where the end record says")
   for member in found[::max(1, -(-len(found) // checked))]:
     if read_at(f, member.header_offset, 4) != LOCAL_SIGNATURE:
-      return f"its directory places {member.name} at byte {member.header_offset}, where no member starts"
+      return (f"its directory places {member.name} at byte {member.header_offset}, where no "
+              f"member starts")
   return found
 
 
@@ -333,6 +337,16 @@ def open_zip(f: File, size: int,
   takes, each tried by `zipfile` itself, and the others are left out. Where
   the entries stop chaining, the next is found by its signature, and what lay
   between is left out under the name "" (the zip itself).
+
+  Args:
+    f: the zip's bytes: a file on disk, a member's `Window`, or pieces.
+    size: the zip's size in bytes.
+    decode: turns a left-out member's raw name into text.
+
+  Returns:
+    `(zip_file, left_out)`: the `zipfile.ZipFile`, and (name, why) of each
+    member left out of it (none for an intact zip); or why the zip cannot be
+    read, in words.
   """
   found = _find_directory(f, size)
   # Before `zipfile` reads the whole directory its end record declares: a

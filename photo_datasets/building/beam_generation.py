@@ -112,10 +112,24 @@ class ConvertPhotos(_BundleLines):
 
 
 class ConvertSplit(beam.PTransform):
-  """`(key, example)` pairs of one split, for TFDS's Beam writer. The photos wait in a file in
-  `work_dir` (the build's folder, which the workers can read), not in the job graph: a runner
-  refuses a graph past a few megabytes (Dataflow: 10 MB), and a photo's record is about 1 KB.
-  A photo in `converted` (the scan's conversion) is read back from there."""
+  """`(key, example)` pairs of one split, for TFDS's Beam writer.
+
+  The photos wait in a file in `work_dir` (the build's folder, which the workers can read),
+  not in the job graph: a runner refuses a graph past a few megabytes (Dataflow: 10 MB), and
+  the photos' records would grow it with the corpus (docs/building.md#apache-beam). A photo in
+  `converted` (the scan's conversion) is read back from there. Each worker converts batches of
+  photos that are consecutive in location order (`generation.convert_or_skip`); the photos it
+  skips go into files `skipped-<split>-*` in `work_dir`, which `read_skips` reads once the
+  pipeline has run.
+
+  Args:
+    photos: the split's photos, in location order.
+    make: turns a photo and its bytes into an example of the config.
+    reader_type: the builder's reader; each worker makes one and opens it in `setup`.
+    work_dir: a folder in the build's folder, which every worker can read and write.
+    split: the split's name, which names its files in `work_dir`.
+    converted: the images the scan converted for the config, or None.
+  """
 
   def __init__(self, photos: Sequence[Photo], make: ExampleMaker, reader_type: type[Reader],
                work_dir: epath.PathLike, split: str, converted: ConvertedImages | None = None):
@@ -215,9 +229,23 @@ class _RunGroups(_BundleLines):
 
 @dataclasses.dataclass
 class BeamExecutor:
-  """The phases of a build (`executors`) as Beam pipelines, each on the runner and options of
-  the build's own. The runner retries a batch whose worker failed; the results are kept by
-  batch, so a batch run twice counts once, and a batch missing stops the build."""
+  """The phases of a build (`executors`) as Beam pipelines, on the build's runner and options.
+
+  Each call runs its phases as one pipeline: a phase's function and its items wait in pickled
+  files in a folder of `work_dir` of their own, the job graph holds each batch's place there,
+  and the workers write each batch's results (and each group's) into files beside them, read
+  back once the pipeline has run. The runner retries a batch whose worker failed (`on_crash`
+  is not used); the results are kept by batch, so a batch run twice counts once, and a batch
+  or a group missing stops the build with a `RuntimeError` that names the phase.
+
+  Args:
+    runner: the build's Beam runner (`DownloadConfig.beam_runner`), or None for the one the
+      options name.
+    options: the build's pipeline options (`tfds build --beam_pipeline_options=...`).
+    work_dir: a folder in the build's folder, which every worker can read and write; each
+      phase's folder in it is removed once its pipeline has run, and `work_dir` itself once
+      empty.
+  """
 
   runner: Any
   options: PipelineOptions | None
@@ -344,10 +372,16 @@ def _lines(folder: epath.Path, pattern: str) -> Iterator[tuple[Any, Any]]:
 
 
 def quiet_logs(options: PipelineOptions | None) -> None:
-  """Beam's INFO lines off, as quiet as a local build, unless the pipeline's options ask for
-  them: `default_sdk_harness_log_level` (WARNING where unset) sets the level of this process's
+  """Turns Beam's INFO lines off, as quiet as a local build, unless the options ask for them.
+
+  `default_sdk_harness_log_level` (WARNING where unset) sets the level of this process's
   Beam loggers, where the program has not set one, and of the SDK workers of the runners that
-  pass the options on to them."""
+  pass the options on to them.
+
+  Args:
+    options: the build's pipeline options, given `default_sdk_harness_log_level=WARNING`
+      where they do not set it; None sets WARNING for this process's Beam loggers only.
+  """
   if options is not None:
     harness = options.view_as(WorkerOptions)
     if harness.default_sdk_harness_log_level is None:

@@ -1,20 +1,24 @@
 """`PhotoBuilder`, the base class of the package's builders.
 
-A dataset subclasses it and provides, besides TFDS's `_info`:
+A dataset subclasses it and provides, besides TFDS's `_info` (which may take its
+image feature from `image_feature()`):
 
 * `MANUAL_DOWNLOAD_INSTRUCTIONS`: where the user puts the source.
 * `DOWNLOADS_ITS_SOURCE`: True where the builder downloads its source when
-  the manual dir has none (the command `reading.built` prints then names no
-  manual dir).
+  the manual dir has none: the build then goes on without one, and the build
+  command shown for a config not built yet (`unbuilt.build_command`) names no
+  manual dir. Default: False.
 * `READER`: the `generation.Reader` type that reads a photo back from its
   location (default: plain file paths).
+* `REPORT_NOTE`: optional; shown first on the build report page, e.g. who may
+  see it (default: nothing).
 * `_find_source(dl_manager)`: the folder holding the source (download it, or
   find it in the manual dir), or a record of what was found there that names
   the folder (`os.fspath`): the other hooks get it, so it is searched once.
-* `_list_source(source, report)`: an iterable of `records.Candidate`s, every file
-  that may be an image, in location order, each with its crop box where the
-  source gives one (the scan decides the photo's box from it, once). Files it
-  rejects outright go into the report (`report.skip`, `report.ignored_files`,
+* `_list_source(source, report)`: an iterable of `records.Candidate`s, every
+  file that may be an image, in location order, each with its crop box where
+  the source gives one (the scan decides the photo's box from it, once). Files
+  it rejects outright go into the report (`report.skip`, `report.ignored_files`,
   `report.warnings`); a source with crop files counts their bad lines in
   `report.counts["bad crop lines"]`, to which the scan adds the boxes that lie
   outside their photo.
@@ -26,12 +30,16 @@ A dataset subclasses it and provides, besides TFDS's `_info`:
 * `_estimate_source(source)`: optional; (image files, their bytes) found in
   seconds, without reading them, for the disk-space check before the scan
   (default: the files with an image suffix under `source`).
+* `class_descriptions()`: optional classmethod; class name -> what the build
+  report page, `train`'s classes.json and `show`'s captions give beside or
+  instead of it, e.g. an English name (default: nothing).
 
 Everything else is shared: the size configs, the scan on every core and its
 reuse across configs, the split rule, generation and the records' writing on
-every core (`writing`; or on Apache Beam with `--beam_pipeline_options`), the build report, printed at the end
-of every build and kept in `builder.info.metadata`, and `croissant.json`, the
-Croissant description of the built config (`croissant.py`).
+every core (`writing`; or on Apache Beam with `--beam_pipeline_options`), the
+build report, printed at the end of every build and kept in
+`builder.info.metadata`, and `croissant.json`, the Croissant description of
+the built config (`croissant.py`).
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
 
+from photo_datasets import tfds_private
 from photo_datasets.building import (
   cli,
   configs,
@@ -68,8 +77,9 @@ from photo_datasets.catalog.build_report import BuildReport, Skipped
 from photo_datasets.photos import images, records, series, splits
 
 CHECKSUMS_DIR = epath.Path(__file__).parent.parent.parent / "checksums"
-# What `_find_source` found: the folder holding the source, or a dataset's own record of it that names the folder
-# (`os.fspath`) and carries what it found there on to the other hooks, so the folder is searched once per build.
+# What `_find_source` found: the folder holding the source, or a dataset's own record of it
+# that names the folder (`os.fspath`) and carries what it found there on to the other hooks, so
+# the folder is searched once per build.
 Source = TypeVar("Source", bound=os.PathLike[str])
 
 
@@ -82,17 +92,32 @@ def manual_dir_or_none(dl_manager: tfds.download.DownloadManager) -> epath.Path 
 
 
 # `skip_registration` goes to TFDS's `__init_subclass__`, which mypy cannot see (tfds is untyped).
-class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_registration=True):  # type: ignore[call-arg]
-  """Shared behaviour of the package's image builders.
+class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ignore[call-arg]
+                   skip_registration=True):
+  """The base class of the package's image datasets: a TFDS builder that scans its
+  source on every core, splits it and writes the records.
 
-  Args (besides TFDS's):
+  Its configs are image sizes: `224` (the default), `full` (images at source
+  size), or any square size in pixels (`tfds.load('name/160')` builds
+  160×160). A dataset subclasses it as `PhotoBuilder[T]`, `T` being the type
+  its `_find_source` returns, and provides the hooks listed in this module's
+  docstring; the scan, the split rule, the writing of the records, the build
+  report and `croissant.json` are shared.
+
+  Args:
     workers: processes for the per-photo work of a build; default
       `$PHOTO_DATASETS_WORKERS`, else every core the process may use. 1 runs
       everything in this process.
+    **kwargs: TFDS's builder arguments (`data_dir`, `config`, `version`, ...).
+
+  Raises:
+    ValueError: `workers` is not a whole number >= 1, or the config is no
+      image size.
   """
 
   VERSION = tfds.core.Version("1.0.0")
-  BUILDER_CONFIGS = [configs.size_config(str(configs.DEFAULT_IMAGE_SIZE)), configs.size_config("full")]
+  BUILDER_CONFIGS = [configs.size_config(str(configs.DEFAULT_IMAGE_SIZE)),
+                     configs.size_config("full")]
   DEFAULT_CONFIG_NAME = str(configs.DEFAULT_IMAGE_SIZE)
 
   # The hooks a dataset provides; see the module docstring.
@@ -100,7 +125,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
   # Shown first on the build report page (`report_page`), e.g. who may see it.
   REPORT_NOTE = ""
   DOWNLOADS_ITS_SOURCE = False
-  # Records serialised and written by the workers (`writing`); False: by TFDS's writer, in this process.
+  # Records serialised and written by the workers (`writing`); False: by TFDS's writer, in this
+  # process.
   WRITE_IN_WORKERS = True
   _build: _Build  # The build in progress (`download_and_prepare`).
   _built: _Built | None = None  # The build just made, until its page is written.
@@ -133,12 +159,15 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
 
   def __init__(self, *, workers: int | None = None, **kwargs: Any):
     super().__init__(**kwargs)
-    configs.restore_alternative_file_formats(self.info)  # TFDS 4.9.10 drops them for configs in code.
-    self.workers = parallel.default_workers() if workers is None else parallel.check_workers(workers)
-    self._original_state["workers"] = workers  # TFDS re-creates pickled builders from this.
+    # TFDS 4.9.10 drops them for configs in code.
+    configs.restore_alternative_file_formats(self.info)
+    self.workers = (parallel.default_workers() if workers is None
+                    else parallel.check_workers(workers))
+    tfds_private.keep_init_argument(self, "workers", workers)
 
   @classmethod
-  def get_builder_config(cls, name: str, version: str | None = None) -> configs.ImageSizeConfig | None:
+  def get_builder_config(cls, name: str,
+                         version: str | None = None) -> configs.ImageSizeConfig | None:
     """Any square size is a config: `tfds.load('name/160')` builds 160×160."""
     config: configs.ImageSizeConfig | None = super().get_builder_config(name, version)
     if config is None and name.isdigit():
@@ -146,19 +175,22 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     return config
 
   def _create_builder_config(self, builder_config: Any, version: Any) -> Any:
-    # A name that is no config gets the valid forms, not TFDS's list of close matches (empty for '224px').
-    if isinstance(builder_config, str) and self.get_builder_config(builder_config.split(":")[0]) is None:
+    # A name that is no config gets the valid forms, not TFDS's list of close matches (empty
+    # for '224px').
+    if (isinstance(builder_config, str)
+        and self.get_builder_config(builder_config.split(":")[0]) is None):
       configs.size_config(builder_config.split(":")[0])
     return super()._create_builder_config(builder_config, version)
 
   def dataset_info_from_configs(self, **kwargs: Any) -> tfds.core.DatasetInfo:
-    """TFDS's, with the README's first paragraph as the description: `tfds build` prints the
-    description of every config it builds, and the README (the catalog's page) keeps the whole text."""
+    """TFDS's, with the README's first paragraph as the description: `tfds build` prints
+    the description of every config it builds, and the README (the catalog's page) keeps the
+    whole text."""
     info = super().dataset_info_from_configs(**kwargs)
     info.as_proto.description = (info.description or "").strip().split("\n\n")[0]
     return info
 
-  @tfds.core.utils.classproperty
+  @tfds_private.classproperty
   @classmethod
   def _checksums_path(cls) -> epath.Path:
     return CHECKSUMS_DIR / f"{cls.name}.tsv"
@@ -181,29 +213,34 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     with _loaded_objects_frozen():
       config_dir = os.path.dirname(os.fspath(self.data_path))
       self._build = _Build()
-      if disk.is_local(config_dir) and not self.data_path.exists():  # A built copy still loads read-only.
+      # Only before a build: a built copy still loads read-only.
+      if disk.is_local(config_dir) and not self.data_path.exists():
         disk.check_writable(self._full_name, config_dir)
       waited = []
 
       def wait(holder: str) -> None:
         waited.append(holder)
-        self._say(f"another build of this config is running in {config_dir} ({holder}); waiting for it to end, "
-                  "then reusing what it built.")
+        self._say(f"another build of this config is running in {config_dir} ({holder}); "
+                  "waiting for it to end, then reusing what it built.")
 
       def take_over(holder: str) -> None:
-        self._say(f"the build of {holder} ended without finishing (killed?); this build takes over.")
+        self._say(f"the build of {holder} ended without finishing (killed?); "
+                  "this build takes over.")
 
       local = disk.is_local(config_dir)
-      with disk.config_lock(config_dir, wait, take_over) if local else contextlib.nullcontext(False) as locked:
+      with (disk.config_lock(config_dir, wait, take_over) if local
+            else contextlib.nullcontext(False)) as locked:
         if locked and (note := disk.remove_leftovers(config_dir)):
           self._say(note)
         if waited and self.data_path.exists():
-          self.info.read_from_directory(self.data_path)  # Built meanwhile: TFDS reuses it; its info is that build's.
+          # Built meanwhile: TFDS reuses it; its info is that build's.
+          self.info.read_from_directory(self.data_path)
         try:
           super().download_and_prepare(**kwargs)
         except Exception as e:
           if disk.is_out_of_space(e) and not isinstance(e, disk.NotEnoughDiskSpace):
-            raise disk.out_of_space(self._full_name, os.fspath(self._data_dir_root), self._build.needed_bytes) from e
+            raise disk.out_of_space(self._full_name, os.fspath(tfds_private.data_dir_root(self)),
+                                   self._build.needed_bytes) from e
           raise
         # Under the lock: a build waiting for this one finds them written and keeps them.
         if not (self.data_path / croissant.FILE_NAME).exists():
@@ -229,9 +266,10 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     """`report.html` and `quality.csv` beside `dataset_info.json` (`report_page`)
     after a build, then the build's summary, naming it. A config reused
     without its page (a build stopped after its records, or built before the
-    page existed) gets it once, from its records: a pass over every record
-    (about a minute for 150,000); a read-only copy is left as it is."""
-    from photo_datasets.catalog import report_page  # Its own module; TensorFlow only for the records pass.
+    page existed) gets it once, from a pass over every record (its cost:
+    docs/data-quality.md#the-build-report); a read-only copy is left as it is."""
+    # Its own module; TensorFlow only for the records pass.
+    from photo_datasets.catalog import report_page
 
     built, self._built = self._built, None
     folder = os.fspath(self.data_path)
@@ -239,22 +277,26 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
       if (self.is_prepared() and disk.is_local(folder) and os.access(folder, os.W_OK)
           and not os.path.exists(os.path.join(folder, report_page.FILE_NAME))):
         try:
-          print(f"{self._full_name}: wrote the missing report page {report_page.write(self)}", flush=True)
+          print(f"{self._full_name}: wrote the missing report page {report_page.write(self)}",
+                flush=True)
         except Exception as e:  # As after a build: the page never fails a load.
-          logging.warning("Could not write the build report page in %s: %s: %s", folder, type(e).__name__, e)
+          logging.warning("Could not write the build report page in %s: %s: %s", folder,
+                          type(e).__name__, e)
       return
     try:
       page = report_page.write(self, split_of=built.split_of, source_images=built.source_images,
                                build_seconds=built.seconds)
     except Exception as e:  # The page is for a person to read: it never fails a build.
-      logging.warning("Could not write the build report page in %s: %s: %s", folder, type(e).__name__, e)
+      logging.warning("Could not write the build report page in %s: %s: %s", folder,
+                      type(e).__name__, e)
       page = ""
     print(built.report.summary(self._full_name, built.sizes, page=page,
                                fingerprint=fingerprint.sha256_of(self.info.metadata)), flush=True)
 
   def _download_and_prepare(self, dl_manager: tfds.download.DownloadManager,
                             download_config: tfds.download.DownloadConfig) -> None:
-    build = self._build  # Made by `download_and_prepare`, which reads its disk estimate when the disk fills up.
+    # Made by `download_and_prepare`, which reads its disk estimate when the disk fills up.
+    build = self._build
     build.beam = bool(download_config.beam_runner or download_config.beam_options)
     if self.MANUAL_DOWNLOAD_INSTRUCTIONS and not self.DOWNLOADS_ITS_SOURCE and \
         manual_dir_or_none(dl_manager) is None:  # Where TFDS looks for it, as TFDS computes it.
@@ -278,7 +320,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     self.info.metadata.update(build.report.as_metadata())
     self.info.metadata.update(build_stats.metadata(built, self.info.features["label"].names))
     self.info.metadata["source"] = build.source_path
-    self.info.metadata["manual_dir"] = build.manual_dir  # For the command that builds a sibling config (`built`).
+    # For the command that builds a sibling config (`unbuilt.build_command`).
+    self.info.metadata["manual_dir"] = build.manual_dir
     split_of = {p.file_name: split for split, group in built.items() for p in group}
     # While the record files are still in the build's temporary folder (`data_path` until TFDS
     # moves them, and the executor's work dir), on the executor: the files the writer did not
@@ -337,25 +380,32 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     # Our count of record files per split (`sharding`), unless --num_shards says.
     download_config = sharding.with_policy(download_config)
     reproducible.use_in_tfds()  # TFDS's writers too, where they write.
-    if (self._build.beam or not self.WRITE_IN_WORKERS or download_config.max_examples_per_split is not None
+    if (self._build.beam or not self.WRITE_IN_WORKERS
+        or download_config.max_examples_per_split is not None
         or download_config.nondeterministic_order or self.info.disable_shuffling):
       return super()._generate_splits(dl_manager, download_config)
     made = self._split_generators(dl_manager)
     if not all(isinstance(split, generation.LocalSplit) for split in made.values()):
-      # `_generate_examples` wrapped (TFDS's test harness checks the keys so): TFDS's writer, on what was made.
-      self._split_generators = lambda *args, **kwargs: made  # type: ignore[method-assign]
-      try:
-        return super()._generate_splits(dl_manager, download_config)
-      finally:
-        del self._split_generators
-    shard_config, example_writer = download_config.get_shard_config(), self._example_writer()
-    return [writing.write_split(split, name, filename_template=self._get_filename_template(name),
+      # `_generate_examples` wrapped (TFDS's test harness checks the keys so):
+      # TFDS's writer, on what was made (`_split_generators` gives it again).
+      return super()._generate_splits(dl_manager, download_config)
+    shard_config = download_config.get_shard_config()
+    example_writer = tfds_private.example_writer(self)
+    return [writing.write_split(split, name,
+                                filename_template=tfds_private.filename_template(self, name),
                                 features=self.info.features, shard_config=shard_config,
-                                example_writer=example_writer, ignore_duplicates=download_config.ignore_duplicates,
+                                example_writer=example_writer,
+                                ignore_duplicates=download_config.ignore_duplicates,
                                 sha256=self._build.record_sha256)
             for name, split in made.items()]
 
   def _split_generators(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
+    # Once a build: the scan's splits, whoever asks (`_generate_splits`, then TFDS's).
+    if self._build.split_generators is None:
+      self._build.split_generators = self._scanned_splits(dl_manager)
+    return self._build.split_generators
+
+  def _scanned_splits(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
     source = self._find_source(dl_manager)
     manual_dir = manual_dir_or_none(dl_manager)
     if manual_dir is not None and os.path.abspath(source).startswith(os.path.abspath(manual_dir)):
@@ -382,8 +432,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
       from photo_datasets.building import beam_generation  # Needs apache_beam.
       return beam_generation.ConvertSplit(photos, make, self.READER, self._beam_work_dir, split,
                                           self._build.converted)
-    return generation.LocalSplit(photos, make, self.READER(), self._build.report.skipped_files, self.workers,
-                                 self._build.converted)
+    return generation.LocalSplit(photos, make, self.READER(), self._build.report.skipped_files,
+                                 self.workers, self._build.converted)
 
   @property
   def _beam_work_dir(self) -> epath.Path:
@@ -394,7 +444,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     from photo_datasets.building import beam_generation
     self._build.report.skipped_files += beam_generation.read_skips(self._beam_work_dir)
 
-  def _scan(self, source: Source, cache_dir: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
+  def _scan(self, source: Source,
+            cache_dir: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
     """Scans `source`, or reuses the saved scan of the same, unchanged files;
     checks the disk space before the conversion starts. Fills the report's
     quality flags from the photos' scores either way. Builds of other configs
@@ -414,15 +465,18 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
       if cache.exists() and (saved := scan_cache.load_scan(cache)) is not None:
         logging.info("Reusing the scan of %s saved in %s", source, cache)
         self._check_disk_space(len(saved[0]), sum(p.nbytes for p in saved[0]))
-        saved[1].quality_flags = build_stats.flag_rows(saved[0])  # From the saved scores, by today's thresholds.
+        # From the saved scores, by today's thresholds.
+        saved[1].quality_flags = build_stats.flag_rows(saved[0])
         return saved
       return self._scan_source(source, cache)
 
-  def _scan_source(self, source: epath.Path, cache: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
+  def _scan_source(self, source: epath.Path,
+                   cache: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
     size = self.builder_config.image_size
     # A bucket (gs://) holds no temporary file of ours.
     converts_in_scan = bool(size) and disk.is_local(self.data_dir)
-    keeps_keypoints = self._series_order() is not None and disk.is_local(self.data_dir)  # `scan.scan`'s folder.
+    # Kept in `scan.scan`'s folder, which is local or none.
+    keeps_keypoints = self._series_order() is not None and disk.is_local(self.data_dir)
     self._check_disk_space(*self._estimate_source(source), converts_in_scan=converts_in_scan,
                            keeps_keypoints=keeps_keypoints)
     report = BuildReport()
@@ -432,10 +486,11 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     photos = scan.scan(listing, report, executor=self._build.executor,
                        converted=self._build.converted, series_position=self._series_order(),
                        folder=self.data_dir if disk.is_local(self.data_dir) else None)
-    report.quality_flags = build_stats.flag_rows(photos)  # Information only: no photo is left out for a flag.
+    # Information only: no photo is left out for a flag.
+    report.quality_flags = build_stats.flag_rows(photos)
     if cache:
       scan_cache.save_scan(cache, photos, report)
-    # The images converted in the scan are on the disk already: what is left to write is the records.
+    # The images converted in the scan are on the disk already: the records are left to write.
     self._check_disk_space(len(photos), sum(p.nbytes for p in photos))
     return photos, report
 
@@ -448,8 +503,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
     self._build.needed_bytes = disk.needed_bytes(
         self.builder_config.image_size, photos, source_bytes, converts_in_scan=converts_in_scan,
         scan_keeps=photos * series.KEYPOINTS_BYTES if keeps_keypoints else 0)
-    if disk.is_local(self._data_dir_root):
-      disk.preflight(self._full_name, os.fspath(self._data_dir_root), self._build.needed_bytes)
+    data_dir_root = os.fspath(tfds_private.data_dir_root(self))
+    if disk.is_local(data_dir_root):
+      disk.preflight(self._full_name, data_dir_root, self._build.needed_bytes)
 
   def _nothing_usable(self, source: Source) -> str:
     report = self._build.report
@@ -462,9 +518,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source], skip_regist
 
 @contextlib.contextmanager
 def _loaded_objects_frozen() -> Iterator[None]:
-  """The garbage collector's full passes skip every object loaded before
-  (TensorFlow's, some 400,000): each pass cost the main process 0.3 s, and a
-  build makes many as its records of the photos accumulate."""
+  """The garbage collector's full passes skip every object loaded before (TensorFlow's): a
+  build makes many passes as its records of the photos accumulate, and each would walk all of
+  those objects again (docs/performance.md#the-main-process)."""
   if gc.get_freeze_count():  # Frozen by the caller: left as it is.
     yield
     return
@@ -529,11 +585,13 @@ class _Build:
   executor: executors.Executor = executors.LocalExecutor(1)  # What runs the phases.
   started: float = dataclasses.field(default_factory=time.perf_counter)
   report: BuildReport = dataclasses.field(default_factory=BuildReport)
-  split_photos: dict[str, list[records.Photo]] = dataclasses.field(default_factory=dict)  # Given to generation.
+  # Given to generation.
+  split_photos: dict[str, list[records.Photo]] = dataclasses.field(default_factory=dict)
   source_path: str | None = None
   manual_dir: str | None = None  # Where the source was found; None when it was downloaded.
   converted: converted.ConvertedImages | None = None  # What the scan converted already.
   needed_bytes: int = 0  # The disk check's estimate, for the out-of-space message.
+  split_generators: dict[str, Any] | None = None  # What `_split_generators` made.
   # File name -> SHA-256 of the record files the workers wrote, for the fingerprint.
   record_sha256: dict[str, str] = dataclasses.field(default_factory=dict)
 

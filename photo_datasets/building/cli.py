@@ -29,7 +29,7 @@ import sys
 import traceback
 import types
 
-from tensorflow_datasets.core.utils import tqdm_utils
+import tensorflow_datasets as tfds
 
 # The packages whose `raise` statements refuse: this one and each dataset's (`quiet`).
 _PACKAGES = {__name__.split(".")[0]}
@@ -44,23 +44,24 @@ def is_tfds_cli() -> bool:
 
 
 def is_refusal(error: BaseException) -> bool:
-  """A `ValueError` or `OSError` raised by a `raise` statement of the package's own code: a message for
-  the user, not a bug."""
+  """A `ValueError` or `OSError` raised by a `raise` statement of the package's own code: a
+  message for the user, not a bug."""
   if not isinstance(error, (ValueError, OSError)) or error.__traceback__ is None:
     return False
   tb = error.__traceback__
   while tb.tb_next is not None:
     tb = tb.tb_next
   package = str(tb.tb_frame.f_globals.get("__name__", "")).split(".")[0]
-  return package in _PACKAGES and linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).lstrip().startswith(
-      "raise ")
+  return package in _PACKAGES and linecache.getline(
+      tb.tb_frame.f_code.co_filename, tb.tb_lineno).lstrip().startswith("raise ")
 
 
-def _excepthook(kind: type[BaseException], error: BaseException, tb: types.TracebackType | None) -> None:
+def _excepthook(kind: type[BaseException], error: BaseException,
+                tb: types.TracebackType | None) -> None:
   if os.environ.get(TRACEBACK_ENV) != "1":
     if isinstance(error, KeyboardInterrupt):
-      print("\nInterrupted. Nothing half-built is kept: the next build of the config removes what this one "
-            "left and starts again.", file=sys.stderr)
+      print("\nInterrupted. Nothing half-built is kept: the next build of the config removes "
+            "what this one left and starts again.", file=sys.stderr)
       return
     if is_refusal(error):
       print("".join(traceback.format_exception_only(kind, error)).rstrip(), file=sys.stderr)
@@ -69,7 +70,8 @@ def _excepthook(kind: type[BaseException], error: BaseException, tb: types.Trace
 
 
 def quiet(package: str) -> None:
-  """Installs the above, once, where TFDS's CLI runs; `raise` statements of `package` (a dataset's) refuse."""
+  """Installs the above, once, where TFDS's CLI runs; `raise` statements of `package` (a
+  dataset's) refuse."""
   global _installed
   _PACKAGES.add(package)
   if _installed or not is_tfds_cli():
@@ -77,4 +79,4 @@ def quiet(package: str) -> None:
   _installed = True
   sys.excepthook = _excepthook
   if not sys.stderr.isatty():
-    tqdm_utils.disable_progress_bar()
+    tfds.disable_progress_bar()

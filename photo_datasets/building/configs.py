@@ -11,8 +11,9 @@ from photo_datasets.photos import images
 
 DEFAULT_IMAGE_SIZE = 224
 # What TFDS's own message for an unknown config leaves out.
-VALID_NAMES = (f"A config is '{DEFAULT_IMAGE_SIZE}' (the default), 'full' (images at source size) or any square "
-               f"size in pixels between {images.SQUARE_SIZES.start} and {images.SQUARE_SIZES.stop - 1}, such as '160'.")
+VALID_NAMES = (f"A config is '{DEFAULT_IMAGE_SIZE}' (the default), 'full' (images at source "
+               f"size) or any square size in pixels between {images.SQUARE_SIZES.start} and "
+               f"{images.SQUARE_SIZES.stop - 1}, such as '160'.")
 
 
 @dataclasses.dataclass
@@ -43,9 +44,7 @@ def restore_alternative_file_formats(info: Any) -> None:
   """Makes a `tfds.core.DatasetInfo` restored from `dataset_info.json` list the
   alternative formats recorded there (TFDS 4.9.10 keeps them in the proto only),
   so `tfds.data_source` finds the ArrayRecord copy of a config defined in code."""
-  from tensorflow_datasets.core import file_adapters
-
   for value in info.as_proto.alternative_file_formats:
-    file_format = file_adapters.FileFormat.from_value(value)
+    file_format = tfds.core.FileFormat.from_value(value)
     if file_format not in info.alternative_file_formats:
       info.alternative_file_formats.append(file_format)

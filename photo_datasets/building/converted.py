@@ -1,4 +1,5 @@
-"""The stored images a sized config's first build converted in the scan, on disk until generation asks."""
+"""The stored images a sized config's first build converted in the scan, on disk until generation
+asks."""
 
 from __future__ import annotations
 
@@ -13,10 +14,18 @@ from photo_datasets.photos.records import Photo
 
 
 class ConvertedImages:
-  """Where the stored images of one sized config lie, converted by the scan's
-  workers from their own decode and written into their own files in `folder`
-  (`worker_files`, a folder of its own in the build's folder, removed by
-  `close`), until generation's workers read them back. Keeps a few numbers per photo."""
+  """Where the stored images of one sized config lie, from the scan until generation.
+
+  The scan's workers convert each photo from their own decode and write the image into files
+  of their own (`worker_files`) in a folder made for them inside `folder`, which `close`
+  removes; generation's workers read the images back from there. This process keeps a few
+  numbers per photo: where its image lies, and the crop box it was converted with (`add`,
+  `take`).
+
+  Args:
+    size: the config's image size in pixels, for which the images were converted.
+    folder: the build's folder, inside which the images' folder is made.
+  """
 
   def __init__(self, size: int, folder: str | os.PathLike[str]):
     self.size = size

@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterator
 
 from absl import logging
 
-# Bytes per stored pixel of a sized config's JPEGs (quality 92): 0.48 measured
-# on the realistic benchmark corpus at 224 (24.2 KB a photo), with a margin.
+# Bytes per stored pixel of a sized config's JPEGs (quality 92), with a margin over what
+# builds of realistic photos store (docs/building.md#when-things-go-wrong).
 BYTES_PER_PIXEL = 0.55
 # Protobuf framing, TFRecord headers, TFDS's metadata and the spill files of
 # the shards being written (`writing.SHARDS_IN_FLIGHT`): a tenth on top.
@@ -40,11 +40,22 @@ _LOCK_FILE = ".photo_datasets.lock"
 
 
 class NotEnoughDiskSpace(OSError):
-  """The data dir has no room for the build; the message says what to do."""
+  """The data dir has no room for the build; the message says what to do.
+
+  Raised by `preflight`, before the build writes its records, when what a config will hold in
+  the data dir at once is more than the free space there, and when the disk fills up anyway
+  during the build (`out_of_space`). An `OSError` with `errno.ENOSPC`, whose message says how
+  much the build needs, how much is free, where, and what to do (`advice`).
+  """
 
 
 class DataDirNotWritable(PermissionError):
-  """The data dir cannot be written; the message names the folder and what to do."""
+  """The data dir cannot be written; the message names the folder and what to do.
+
+  Raised before the build writes anything (`check_writable`), with the `errno` of the write
+  that failed (such as `EACCES`, or `EROFS` on a read-only filesystem). The message names the
+  folder that cannot be written, the folder the build needs, and what to do.
+  """
 
 
 def check_writable(name: str, folder: str) -> None:
@@ -57,8 +68,9 @@ def check_writable(name: str, folder: str) -> None:
     tempfile.TemporaryFile(dir=existing).close()
   except OSError as e:
     raise DataDirNotWritable(
-        e.errno, f"Cannot build {name}: {existing} cannot be written ({e.strerror}), and the build needs to "
-        f"write {folder}. Give a data dir you can write to (--data_dir DIR, or tfds.load(..., data_dir=DIR)), "
+        e.errno, f"Cannot build {name}: {existing} cannot be written ({e.strerror}), "
+        f"and the build needs to write {folder}. Give a data dir you can write to "
+        "(--data_dir DIR, or tfds.load(..., data_dir=DIR)), "
         f"or make {existing} writable.") from None
 
 
@@ -89,7 +101,8 @@ def needed_bytes(image_size: int | None, photos: int, source_bytes: int, *, conv
   """The most a build of one config holds in the data dir at once; `scan_keeps`: the bytes
   the scan keeps there until its end (the series keypoints), gone before the records come."""
   records = stored_bytes(image_size, photos, source_bytes)
-  waiting = records if converts_in_scan else 0  # `converted.ConvertedImages`, until generation is done.
+  # `converted.ConvertedImages`, until generation is done.
+  waiting = records if converts_in_scan else 0
   return max(records, scan_keeps) + waiting + _SLACK
 
 
@@ -134,13 +147,15 @@ def _size(path: str) -> int:
   return total
 
 
-# The lock files this process holds (`exclusive`). A forked worker gets their descriptors too, and an `flock` lock
-# lasts while any descriptor of it is open: a worker that outlived a killed build by a moment would hold its config.
+# The lock files this process holds (`exclusive`). A forked worker gets their descriptors too,
+# and an `flock` lock lasts while any descriptor of it is open: a worker that outlived a killed
+# build by a moment would hold its config.
 _HELD: set[int] = set()
 
 
 def _let_go_in_child() -> None:
-  """In a forked child: the held lock files' descriptors pointed at /dev/null (the numbers stay valid)."""
+  """In a forked child: the held lock files' descriptors pointed at /dev/null (the numbers
+  stay valid)."""
   if _HELD:
     null = os.open(os.devnull, os.O_RDONLY)
     for fd in _HELD:
@@ -154,12 +169,14 @@ if hasattr(os, "register_at_fork"):
 
 
 def _holder() -> str:
-  return f"pid {os.getpid()} on {socket.gethostname()}, since {time.strftime('%Y-%m-%d %H:%M:%S %Z')}"
+  return (f"pid {os.getpid()} on {socket.gethostname()}, "
+          f"since {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
 
 
 @contextlib.contextmanager
 def exclusive(path: str, on_wait: Callable[[str], None],
-              on_take_over: Callable[[str], None] = lambda holder: None, *, remove: bool = False) -> Iterator[bool]:
+              on_take_over: Callable[[str], None] = lambda holder: None, *,
+              remove: bool = False) -> Iterator[bool]:
   """Holds an exclusive lock on the file `path` (made if needed) and writes
   who holds it there; yields True. When another process holds it, calls
   `on_wait` once with what that process wrote (pid, host, since when), then
@@ -168,12 +185,12 @@ def exclusive(path: str, on_wait: Callable[[str], None],
 
   An `flock` lock is the kernel's: it goes when its process dies, however it
   dies, so the lock of a dead process is taken over at once: `on_take_over`
-  is called with what it wrote, which only a holder that never let go leaves. On NFS, Linux turns
-  `flock` into a lock held by the server (NLM or NFSv4), which also excludes
-  a build on another host; the server frees a crashed host's lock when its
-  lease ends (90 s by default for NFSv4). Filesystems without locks
-  (some FUSE and Lustre mounts) give ENOLCK or EOPNOTSUPP: there nothing waits.
-  With `remove`, the file is removed as the lock is let go."""
+  is called with what it wrote, which only a holder that never let go leaves.
+  On NFS, Linux turns `flock` into a lock held by the server (NLM or NFSv4),
+  which also excludes a build on another host; the server frees a crashed
+  host's lock when its lease ends (90 s by default for NFSv4). Filesystems
+  without locks (some FUSE and Lustre mounts) give ENOLCK or EOPNOTSUPP: there
+  nothing waits. With `remove`, the file is removed as the lock is let go."""
   try:
     import fcntl
   except ImportError:  # Not POSIX.
@@ -193,7 +210,8 @@ def exclusive(path: str, on_wait: Callable[[str], None],
     except OSError as e:
       if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
         lock.close()
-        logging.warning("Cannot lock %s (%s): builds sharing it are not kept from running at once.", path, e)
+        logging.warning("Cannot lock %s (%s): builds sharing it are not kept from running at once.",
+                        path, e)
         yield False
         return
       if not waited:
@@ -226,7 +244,8 @@ def exclusive(path: str, on_wait: Callable[[str], None],
 
 @contextlib.contextmanager
 def config_lock(config_dir: str, on_wait: Callable[[str], None] = lambda holder: None,
-                on_take_over: Callable[[str], None] = lambda holder: None, *, remove: bool = False) -> Iterator[bool]:
+                on_take_over: Callable[[str], None] = lambda holder: None, *,
+                remove: bool = False) -> Iterator[bool]:
   """Holds the config folder's lock while a build runs (`exclusive`): a second
   build of the config waits for the first, told who holds it through
   `on_wait`. Yields whether this process holds it (False where the folder or

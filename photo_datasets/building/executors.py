@@ -86,7 +86,16 @@ class Executor(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class LocalExecutor:
-  """The phases on `workers` processes of this machine (1: in this process)."""
+  """The phases on `workers` processes of this machine (1: in this process).
+
+  Maps a phase's function over its items with `parallel.ordered_map`, the results in the
+  items' order. The items of a worker that died are run again one by one, each in a fresh
+  process; an item that kills its process again gets the phase's `on_crash` result. A
+  grouping runs one task a key, the keys in sorted order.
+
+  Args:
+    workers: the worker processes; 1 runs every phase in this process, with no subprocess.
+  """
 
   workers: int
 

@@ -98,7 +98,8 @@ def read_or_skip(reader: Reader, photo: Photo) -> bytes | Skipped:
     return Skipped(photo.file_name, f"unreadable: {type(e).__name__}: {e}")
 
 
-def convert_or_skip(make: ExampleMaker, photo: Photo, data: Source) -> tuple[str, Example] | Skipped:
+def convert_or_skip(make: ExampleMaker, photo: Photo,
+                    data: Source) -> tuple[str, Example] | Skipped:
   """The one per-photo step of every execution path."""
   if isinstance(data, Skipped):
     return data

@@ -37,8 +37,9 @@ Result = TypeVar("Result")
 WORKERS_ENV = "PHOTO_DATASETS_WORKERS"
 # How the workers start: fork, spawn or forkserver (`_context`).
 START_METHOD_ENV = "PHOTO_DATASETS_START_METHOD"
-# Items go to the workers a few at a time: the pool's own cost, about 0.1 ms of
-# this process's time per task, is then paid once per chunk, not per photo.
+# Items go to the workers a few at a time: the pool's own cost, about 0.1 ms of this
+# process's time per task (docs/performance.md#the-main-process), is then paid once per chunk,
+# not per photo.
 _CHUNK = 4
 _CHUNKS_IN_FLIGHT_PER_WORKER = 2
 ITEMS_IN_FLIGHT_PER_WORKER = _CHUNK * _CHUNKS_IN_FLIGHT_PER_WORKER
@@ -85,7 +86,8 @@ _TASK: Callable[[Any], Any] | None = None
 def _install(task: Callable[[Any], Any], parent: int) -> None:
   global _TASK
   _TASK = task
-  signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle: no traceback per worker.
+  # Ctrl-C is the main process's to handle: no traceback per worker.
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
   _die_with(parent)
 
 
@@ -222,7 +224,8 @@ def _next(
   return results, pool
 
 
-def _run_alone(task: Callable[[Item], Result], item: Item, on_crash: Callable[[Item], Result]) -> Result:
+def _run_alone(task: Callable[[Item], Result], item: Item,
+               on_crash: Callable[[Item], Result]) -> Result:
   with _pool(task, 1) as solo:
     try:
       result: Result = solo.submit(_run, item).result()

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensorflow_datasets.core import example_serializer
+import tensorflow_datasets as tfds
 
-_TFDS_SERIALIZER = example_serializer.ExampleSerializer
+from photo_datasets import tfds_private
+
+_TFDS_SERIALIZER = tfds.core.ExampleSerializer
 
 
 class DeterministicExampleSerializer(_TFDS_SERIALIZER):  # type: ignore[misc,valid-type]
@@ -36,4 +38,4 @@ class DeterministicExampleSerializer(_TFDS_SERIALIZER):  # type: ignore[misc,val
 def use_in_tfds() -> None:
   """Makes TFDS's writers serialise deterministically in this process (and in
   the Beam workers that run what it builds)."""
-  example_serializer.ExampleSerializer = DeterministicExampleSerializer
+  tfds_private.serialize_examples_with(DeterministicExampleSerializer)

@@ -2,11 +2,10 @@
 
 A builder lists its source as `records.Candidate`s (name, location, and the
 bytes or the `Span` where a worker reads them), in location order in this
-process.
-Workers read and decode each one completely
+process. Workers read and decode each one completely
 (`images.decode_and_inspect`), hash it for the split rule and score its
-quality from the same pixels (`quality.measure`); what cannot be
-used is skipped with its reason in the `BuildReport`. The result, a
+quality from the same pixels (`quality.measure`); what cannot be used is
+skipped with its reason in the `BuildReport`. The result, a
 `records.Photo` per valid photo, is saved in TFDS's download dir
 (`scan_cache`), keyed by the names, sizes and times of the source files, and
 reused by every config built later from the same files.
@@ -32,8 +31,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from tensorflow_datasets.core.utils import tqdm_utils
-
+from photo_datasets import tfds_private
 from photo_datasets.building import worker_files
 from photo_datasets.building.converted import ConvertedImages
 from photo_datasets.building.executors import Executor, Grouping, Phase
@@ -45,10 +43,13 @@ from photo_datasets.photos.records import Candidate, Photo, class_folder, photo_
 @dataclasses.dataclass(frozen=True)
 class _Scanned:
   photo: Photo  # With its crop box, decided here once.
-  image: worker_files.Written | None  # Converted from the scan's decode (with the photo's crop box), for `size`.
+  # Converted from the scan's decode (with the photo's crop box), for `size`.
+  image: worker_files.Written | None
   crop_outside: bool  # Its crop file's box lies outside the photo: it has none.
-  series_features: bytes = b""  # `series.describe`, where the builder orders its photos; less `keypoints`.
-  keypoints: worker_files.Written | None = None  # The features' keypoints, where the worker wrote them.
+  # `series.describe`, where the builder orders its photos; less `keypoints`.
+  series_features: bytes = b""
+  # The features' keypoints, where the worker wrote them.
+  keypoints: worker_files.Written | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,35 +76,39 @@ class _Inspect:
     scores, moments = quality.measure(pixels)  # From the pixels just decoded: no second decode.
     features = series.describe(pixels) if self.series else b""
     box = photo_box(candidate.crop, check) if candidate.crop else None
-    photo = Photo(candidate.file_name, candidate.location, splits.content_digest(data), check, box=box,
-                  span=candidate.span, nbytes=len(data), quality=scores, moments=moments)
+    photo = Photo(candidate.file_name, candidate.location, splits.content_digest(data), check,
+                  box=box, span=candidate.span, nbytes=len(data), quality=scores,
+                  moments=moments)
     image = None
     if self.size and images.encodes_from_scan(check, self.size, box):
       with contextlib.suppress(Exception):  # Generation converts it again, and reports the failure.
-        image = worker_files.append(self.converted_folder, "converted",
-                                    images.encode_image(data, check, size=self.size, box=box, decoded=pixels))
+        image = worker_files.append(
+            self.converted_folder, "converted",
+            images.encode_image(data, check, size=self.size, box=box, decoded=pixels))
     keypoints = None
     if features and self.keypoints_folder is not None:
-      keypoints = worker_files.append(self.keypoints_folder, "keypoints", features[series.HISTOGRAM_BYTES:])
+      keypoints = worker_files.append(self.keypoints_folder, "keypoints",
+                                      features[series.HISTOGRAM_BYTES:])
       features = features[:series.HISTOGRAM_BYTES]
     return _Scanned(photo, image, bool(candidate.crop) and box is None, features, keypoints)
 
 
-# Photos a worker scans per task: the pool's cost, about 0.1 ms of the main process a task, paid once for
-# all of them. (A class's series are one task, `_ScanGroups`.)
+# Photos a worker scans per task: the pool's cost, about 0.1 ms of the main process a task
+# (docs/performance.md#the-main-process), is paid once for all of them. (A class's series are one
+# task, `_ScanGroups`.)
 PHOTOS_PER_TASK = 64
 
 
 def _second_copies(twice: dict[tuple[str, str], list[str]]) -> list[str]:
-  """One warning for all the files found twice (a zip and its extracted copy: the whole corpus), naming
-  where the copies read and those left out lie."""
+  """One warning for all the files found twice (a zip and its extracted copy: the whole corpus),
+  naming where the copies read and those left out lie."""
   if not twice:
     return []
   names = sorted(name for group in twice.values() for name in group)
   kept = os.path.commonpath([k for k, _ in twice]) if len(twice) > 1 else next(iter(twice))[0]
   left = os.path.commonpath([d for _, d in twice]) if len(twice) > 1 else next(iter(twice))[1]
-  return [f"{len(names):,} files appear twice in the source (e.g. {names[0]}): read the copies in {kept}, "
-          f"left out those in {left}"]
+  return [f"{len(names):,} files appear twice in the source (e.g. {names[0]}): "
+          f"read the copies in {kept}, left out those in {left}"]
 
 
 # The key under which every photo's hashes go to one task, apart from the class folders' keys
@@ -176,25 +181,46 @@ def _not_grouped(group: tuple[str, list[Any]]) -> None:
 
 def _crashed(candidate: Candidate) -> Skipped:
   return Skipped(candidate.file_name,
-                 "checking or converting it killed the worker process (out of memory or a decoder crash)")
+                 "checking or converting it killed the worker process "
+                 "(out of memory or a decoder crash)")
 
 
 def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Executor,
          converted: ConvertedImages | None = None,
          series_position: Callable[[str], int | None] | None = None,
          folder: str | os.PathLike[str] | None = None) -> list[Photo]:
-  """Validates and hashes every candidate, on `executor`, and groups the near copies there
-  (`_ScanGroups`); returns the photos sorted by name. With `converted`, also converts each
-  photo for its config where the scan's decode suffices. With `series_position` (a file
-  name's place in its class's natural order, or None), also finds the series, a class a
+  """Validates and hashes every candidate, and gives the photos of a group one split.
+
+  The per-file work runs on `executor`, and so does the grouping of the near copies
+  (`_ScanGroups`). With `converted`, the scan also converts each photo for its config where
+  the scan's decode suffices. With `series_position`, it also finds the series, a class a
   task: the workers keep the photos' keypoints in files of their own in `folder` (the
   build's) or, where they share this machine, a temporary folder; else the keypoints travel
-  with the results."""
+  with the results.
+
+  Args:
+    candidates: the source's files, in location order. A file name seen again (a second copy
+      of the source beside the first) is left out, with one warning in `report`.
+    report: receives the skipped files, the byte-identical duplicates, the near-duplicate
+      groups, the series and the counts.
+    executor: runs the per-file work and the groups' tasks (`LocalExecutor`, or
+      `beam_generation.BeamExecutor`).
+    converted: where the images converted from the scan's decode go, for the first build of
+      a sized config; None converts nothing.
+    series_position: a file name's place in its class's natural order (None for a file that
+      has none); None finds no series.
+    folder: the build's folder, where the workers keep the keypoints.
+
+  Returns:
+    The valid photos sorted by name, each with the split of its group
+    (`group_near_duplicates`).
+  """
 
   def first_copies() -> Iterator[Candidate]:
     kept_at: dict[str, str] = {}  # file_name -> where its first copy lies.
-    twice: dict[tuple[str, str], list[str]] = collections.defaultdict(list)  # (kept, left out) -> names.
-    for candidate in tqdm_utils.tqdm(candidates, desc="Scanning", unit=" files"):
+    # (kept, left out) -> names.
+    twice: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
+    for candidate in tfds_private.progress_bar(candidates, desc="Scanning", unit=" files"):
       if candidate.file_name in kept_at:
         twice[kept_at[candidate.file_name], candidate.location[0]].append(candidate.file_name)
         continue
@@ -207,8 +233,10 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
   # `folder`, or in a temporary folder where they share this machine.
   keeps = series_position is not None and (folder is not None or executor.on_this_machine)
   keypoints = tempfile.mkdtemp(prefix="keypoints.", dir=folder) if keeps else None
-  inspect = _Inspect(converted.size if converted is not None else None, series=series_position is not None,
-                     converted_folder=converted.folder if converted is not None else "", keypoints_folder=keypoints)
+  inspect = _Inspect(converted.size if converted is not None else None,
+                     series=series_position is not None,
+                     converted_folder=converted.folder if converted is not None else "",
+                     keypoints_folder=keypoints)
   phase = Phase(inspect, first_copies(), on_crash=_crashed, chunk=PHOTOS_PER_TASK)
   try:
     results, grouped = executor.map_and_group(
@@ -248,10 +276,23 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
 def group_near_duplicates(photos: list[Photo], report: BuildReport,
                           series_groups: Iterable[list[int]] = (),
                           near: list[list[int]] | None = None) -> list[Photo]:
-  """Gives every group of near-duplicate photos (`near`, where a worker found them, else
-  `near_duplicates.groups` here) and series (`series.groups`), indices of `photos`, joined
-  where they touch, the split of its leader (`splits.group_leader`); lists the near-copy
-  groups that are more than byte-identical copies, and the series."""
+  """Gives every group of near-duplicate photos and every series the split of its leader.
+
+  The groups and series are joined where they touch, and each joined group takes the split
+  of its leader (`splits.group_leader`). `report` lists the near-copy groups that are more
+  than byte-identical copies, and the series.
+
+  Args:
+    photos: the scanned photos.
+    report: receives the near-copy groups, the series and their counts.
+    series_groups: the series (`series.groups`), as indices of `photos`.
+    near: the groups of near copies as indices of `photos`, where a worker found them; None
+      finds them here (`near_duplicates.groups`).
+
+  Returns:
+    `photos` in the same order, each with its group's digest (`group_digest`), which decides
+    its split.
+  """
   series_groups = list(series_groups)
   if near is None:
     near = near_duplicates.groups([p.check.hashes for p in photos])
@@ -270,7 +311,8 @@ def group_near_duplicates(photos: list[Photo], report: BuildReport,
     for i in members:
       grouped[i] = dataclasses.replace(photos[i], group_digest=group_digest)
       moved += grouped[i].split != photos[i].split
-  report.counts["photos in near-duplicate groups"] = sum(len(g["files"]) for g in report.near_duplicates)
+  report.counts["photos in near-duplicate groups"] = sum(
+      len(g["files"]) for g in report.near_duplicates)
   report.counts["photos in series"] = sum(len(g["files"]) for g in report.series)
   report.counts["photos moved to their group's split"] = moved
   return grouped

@@ -98,10 +98,12 @@ _GETTERS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
 
 
 def _fields(flat: Any) -> list[Any]:
-  """A dataclass of plain values as a list: `dataclasses.astuple` without its deep copies
-  (0.4 ms of the main process per photo), nor `dataclasses.fields` per call."""
+  """A dataclass of plain values as a list: `dataclasses.astuple` without its deep copies,
+  nor `dataclasses.fields` per call, as the main process does this for every photo
+  (docs/performance.md#the-main-process)."""
   if (getter := _GETTERS.get(type(flat))) is None:
-    getter = _GETTERS[type(flat)] = operator.attrgetter(*(field.name for field in dataclasses.fields(flat)))
+    getter = _GETTERS[type(flat)] = operator.attrgetter(
+        *(field.name for field in dataclasses.fields(flat)))
   return list(getter(flat))
 
 
@@ -112,8 +114,8 @@ def _check_row(check: images.ImageCheck) -> list[object]:
 
 def _check_of_row(row: list[Any]) -> images.ImageCheck:
   fmt, mode, width, height, orientation, hashes, padding = row
-  check = images.ImageCheck(fmt, mode, width, height, orientation, base64.b64decode(hashes, validate=True),
-                            int(padding))
+  check = images.ImageCheck(fmt, mode, width, height, orientation,
+                            base64.b64decode(hashes, validate=True), int(padding))
   if len(check.hashes) != near_duplicates.HASH_BYTES * len(near_duplicates.REGIONS):
     raise ValueError(f"hashes of {len(check.hashes)} bytes")
   return check
@@ -121,8 +123,8 @@ def _check_of_row(row: list[Any]) -> images.ImageCheck:
 
 def _photo_of_row(row: list[Any]) -> Photo:
   name, location, digest, check, box, group_digest, span, nbytes, scores, moments = row
-  if not (isinstance(name, str) and isinstance(digest, str) and len(digest) == 64 and isinstance(nbytes, int)
-          and isinstance(scores, dict) and isinstance(moments, list)):
+  if not (isinstance(name, str) and isinstance(digest, str) and len(digest) == 64
+          and isinstance(nbytes, int) and isinstance(scores, dict) and isinstance(moments, list)):
     raise ValueError(f"malformed photo row {str(row)[:80]}")
   return Photo(name, tuple(location), digest, _check_of_row(check),
                tuple(box) if box else None, group_digest, Span(*span) if span else None, nbytes,
@@ -140,6 +142,6 @@ def load_scan(path: epath.Path) -> tuple[list[Photo], BuildReport] | None:
     photos = [_photo_of_row(row) for row in saved["photos"]]
     return photos, BuildReport.from_metadata(saved["report"])
   except Exception as e:  # Anything in the file may be wrong.
-    logging.warning("Ignoring the saved scan %s, which cannot be used (%s: %s); scanning the source again.",
-                    path, type(e).__name__, str(e)[:200])
+    logging.warning("Ignoring the saved scan %s, which cannot be used (%s: %s); "
+                    "scanning the source again.", path, type(e).__name__, str(e)[:200])
     return None

@@ -21,16 +21,22 @@ from photo_datasets.building import parallel, scan_cache
 
 # Stands for the manual dir in a command where no build recorded one.
 MANUAL_DIR = "MANUAL_DIR"
-# A build's CPU seconds a photo when it scans the photos, and when it reuses the saved scan: the
-# reason for the rough time a reader is given (docs/performance.md#the-whole-corpus).
+# A build's CPU seconds a photo when it scans the photos, and when it reuses the saved scan,
+# rounded up from the full-size rehearsal's time per config (docs/performance.md#the-whole-corpus):
+# the rough time a reader is told.
 _SCAN_CPU_SECONDS = 0.020
 _RECORDS_CPU_SECONDS = 0.003
 
 
 class SourceNotFound(AssertionError):
-  """A config that is neither built nor buildable from what TFDS would read: the manual dir is
-  missing or empty. An AssertionError, as TFDS's own for a missing manual dir, so code that
-  catches TFDS's catches this one; its message is `message`'s, then the download instructions."""
+  """A config that is neither built nor buildable from what TFDS would read.
+
+  Raised when a build starts (`tfds.load`, `tfds build`, `download_and_prepare`) for a
+  dataset read from a manual download whose manual dir is missing or empty. An
+  AssertionError, as TFDS's own for a missing manual dir, so code that catches TFDS's catches
+  this one; its message is `message`'s (the other versions built in the data dir and the
+  `tfds build` command that builds the config), then the download instructions.
+  """
 
 
 @dataclasses.dataclass(frozen=True)

@@ -40,10 +40,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any, BinaryIO
 
 import tensorflow_datasets as tfds
-from tensorflow_datasets.core import hashing, shuffle
-from tensorflow_datasets.core import writer as tfds_writer
-from tensorflow_datasets.core.utils import shard_utils
 
+from photo_datasets import tfds_private
 from photo_datasets.building import generation, parallel, reproducible, worker_files
 from photo_datasets.catalog import fingerprint
 from photo_datasets.catalog.build_report import Skipped
@@ -51,7 +49,8 @@ from photo_datasets.photos.records import Photo
 
 # Spill files per worker and split: hash ranges the second pass removes one by one.
 SPILL_RANGES = 64
-# Photos a worker serialises per task: the pool's cost (0.1 ms or more of the main process a task) per 64.
+# Photos a worker serialises per task: the pool's cost, 0.1 ms or more of the main process a task
+# (docs/performance.md#the-main-process), is paid once per 64.
 PHOTOS_PER_TASK = 64
 # Shards being written at once, at most, as a share of a split's: the spill files
 # they read are still there, so the disk holds this much of the split twice.
@@ -67,7 +66,8 @@ _Spilled = tuple[int, str, int, int]
 
 
 def _spill(folder: str, hkey: int, record: bytes) -> tuple[str, int]:
-  written = worker_files.append(folder, f"{shuffle.get_bucket_number(hkey, SPILL_RANGES):03d}", record)
+  written = worker_files.append(folder, f"{tfds_private.get_bucket_number(hkey, SPILL_RANGES):03d}",
+                                record)
   return written.path, written.offset
 
 
@@ -86,8 +86,8 @@ class _Serialize:
     return reproducible.DeterministicExampleSerializer(self.features.get_serialized_info())
 
   @functools.cached_property
-  def _hasher(self) -> hashing.Hasher:
-    return hashing.Hasher(self.salt)
+  def _hasher(self) -> tfds_private.Hasher:
+    return tfds_private.Hasher(self.salt)
 
   def __call__(self, item: tuple[int, generation.Source | None]) -> _Spilled | Skipped:
     index, data = item
@@ -100,7 +100,8 @@ class _Serialize:
     key, example = result
     try:
       record = self._serializer.serialize_example(self.features.encode_example(example))
-    except Exception as e:  # As TFDS's writer: a feature that does not encode is a bug, not a bad photo.
+    except Exception as e:
+      # As TFDS's writer: a feature that does not encode is a bug, not a bad photo.
       raise ValueError(f"Failed to encode the example of {key}: {type(e).__name__}: {e}") from e
     hkey = self._hasher.hash_key(key)
     path, offset = _spill(self.folder, hkey, record)
@@ -144,7 +145,7 @@ class _WriteShard:
     if record_keys:  # Formats with an index (ArrayRecord, Riegeli): written as TFDS writes it.
       if len(record_keys) != end - start:
         raise RuntimeError(f"{path}: {len(record_keys)} record keys for {end - start} records")
-      tfds_writer._write_index_file(tfds_writer._get_index_path(path), record_keys)
+      tfds_private.write_record_index(path, record_keys)
     return path, fingerprint.file_sha256(path)
 
 
@@ -158,7 +159,7 @@ def write_split(
     *,
     filename_template: Any,
     features: Any,
-    shard_config: shard_utils.ShardConfig,
+    shard_config: tfds_private.ShardConfig,
     example_writer: Any,
     ignore_duplicates: bool = False,
     sha256: dict[str, str] | None = None,
@@ -170,9 +171,10 @@ def write_split(
   os.makedirs(folder, exist_ok=True)
   try:
     entries, spills = _serialize(split, name, folder, features, ignore_duplicates)
-    shard_lengths = _write_shards(entries, spills, split.workers, filename_template, shard_config, example_writer,
-                                  {} if sha256 is None else sha256)
-    return tfds.core.SplitInfo(name=name, shard_lengths=shard_lengths, num_bytes=sum(e[3] for e in entries),
+    shard_lengths = _write_shards(entries, spills, split.workers, filename_template, shard_config,
+                                  example_writer, {} if sha256 is None else sha256)
+    return tfds.core.SplitInfo(name=name, shard_lengths=shard_lengths,
+                               num_bytes=sum(e[3] for e in entries),
                                filename_template=filename_template)
   finally:
     shutil.rmtree(folder, ignore_errors=True)
@@ -208,7 +210,7 @@ def _serialize(split: generation.LocalSplit, name: str, folder: str, features: A
         if hkey in seen:
           if ignore_duplicates:  # As TFDS: the first one stays.
             continue
-          raise shuffle.DuplicatedKeysError(path, offset)
+          raise tfds_private.DuplicatedKeysError(path, offset)
         seen.add(hkey)
         entries.append((hkey, spill_numbers.setdefault(path, len(spill_numbers)), offset, size))
   finally:
@@ -220,15 +222,17 @@ def _serialize(split: generation.LocalSplit, name: str, folder: str, features: A
 
 
 def _write_shards(entries: list[_Entry], spills: list[str], workers: int, filename_template: Any,
-                  shard_config: shard_utils.ShardConfig, example_writer: Any, sha256: dict[str, str]) -> list[int]:
+                  shard_config: tfds_private.ShardConfig, example_writer: Any,
+                  sha256: dict[str, str]) -> list[int]:
   """Pass 2: the shards, cut and named as TFDS's `Writer` does; returns their lengths."""
   num_shards = shard_config.get_number_shards(sum(e[3] for e in entries), len(entries))
-  ends = shard_utils.get_shard_boundaries(len(entries), num_shards)
+  ends = tfds_private.get_shard_boundaries(len(entries), num_shards)
   starts = [0, *ends[:-1]]
 
   def shards() -> Iterator[_Shard]:
     for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
-      yield os.fspath(filename_template.sharded_filepath(shard_index=index, num_shards=num_shards)), start, end
+      yield os.fspath(filename_template.sharded_filepath(
+          shard_index=index, num_shards=num_shards)), start, end
 
   by_range: dict[int, list[str]] = {}  # Hash range -> its spill files (named by `_spill`).
   for spill in spills:
@@ -236,11 +240,12 @@ def _write_shards(entries: list[_Entry], spills: list[str], workers: int, filena
   removed = 0  # Hash ranges whose spill files are gone.
   write = _WriteShard(example_writer, entries, spills)
   in_flight = max(2, int(num_shards * SHARDS_IN_FLIGHT))
-  for index, (path, digest) in enumerate(parallel.ordered_map(write, shards(), workers=workers,
-                                                              on_crash=_shard_crashed, chunk=1, in_flight=in_flight)):
+  for index, (path, digest) in enumerate(parallel.ordered_map(
+      write, shards(), workers=workers, on_crash=_shard_crashed, chunk=1, in_flight=in_flight)):
     sha256[os.path.basename(path)] = digest
     # The shards still to come start at the next one's first hash: the ranges below it are read.
-    below = shuffle.get_bucket_number(entries[ends[index]][0], SPILL_RANGES) if index + 1 < num_shards else SPILL_RANGES
+    below = (tfds_private.get_bucket_number(entries[ends[index]][0], SPILL_RANGES)
+             if index + 1 < num_shards else SPILL_RANGES)
     for hash_range in range(removed, below):
       for spill in by_range.pop(hash_range, []):
         os.remove(spill)

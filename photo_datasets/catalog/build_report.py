@@ -8,7 +8,8 @@ from typing import Any
 
 from photo_datasets.photos.records import class_folder
 
-# Cases (skipped files, label conflicts, warnings) the printed summary names before "... and N more".
+# Cases (skipped files, label conflicts, warnings) the printed summary names before
+# "... and N more".
 SUMMARY_CASES = 5
 
 
@@ -61,21 +62,25 @@ class BuildReport:
 
   def summary(self, title: str, split_sizes: dict[str, int], page: str = "",
               fingerprint: str | None = None) -> str:
-    """A short human summary: examples per split, what was left out or noticed (counts, and the
-    first few cases), the report page (`report_page`) that shows all of it, and the
-    config's fingerprint (`fingerprint`)."""
+    """A short human summary: examples per split, what was left out or noticed
+    (counts, and the first few cases), the report page (`report_page`) that
+    shows all of it, and the config's fingerprint (`fingerprint`)."""
     sizes = ", ".join(f"{s} {n}" for s, n in split_sizes.items())
-    left_out = f"; left out (no examples): {', '.join(self.empty_splits)}" if self.empty_splits else ""
+    left_out = (f"; left out (no examples): {', '.join(self.empty_splits)}" if self.empty_splits
+                else "")
     identical_across = [g for g in self.duplicates if len({class_folder(f) for f in g}) > 1]
     near_across = [g["files"] for g in self.near_duplicates if g["across_classes"]]
     flags = self.quality_flags
     counts = [f"skipped files: {len(self.skipped_files)}"]
     if self.duplicates:
-      counts.append(f"byte-identical groups: {len(self.duplicates)} ({len(identical_across)} across classes)")
+      counts.append(f"byte-identical groups: {len(self.duplicates)} "
+                    f"({len(identical_across)} across classes)")
     if self.near_duplicates:
-      counts.append(f"near-duplicate groups: {len(self.near_duplicates)} ({len(near_across)} across classes)")
+      counts.append(f"near-duplicate groups: {len(self.near_duplicates)} "
+                    f"({len(near_across)} across classes)")
     if self.series:
-      counts.append(f"series: {len(self.series)} ({sum(len(g['files']) for g in self.series)} photos)")
+      counts.append(f"series: {len(self.series)} "
+                    f"({sum(len(g['files']) for g in self.series)} photos)")
     if flags:
       counts.append(f"photos flagged: {len({row['file_name'] for row in flags})}")
     if self.warnings:
@@ -87,7 +92,8 @@ class BuildReport:
     lines = [f"{title}: {sizes}{left_out}", "  " + ", ".join(counts)]
     lines += [f"    {case}" for case in cases[:SUMMARY_CASES]]
     if len(cases) > SUMMARY_CASES:
-      lines.append(f"    ... and {len(cases) - SUMMARY_CASES} more" + (" on the report page" if page else ""))
+      lines.append(f"    ... and {len(cases) - SUMMARY_CASES} more"
+                   + (" on the report page" if page else ""))
     if page:
       lines.append(f"  report: {page}")
     if fingerprint:

@@ -19,10 +19,10 @@ import tensorflow_datasets as tfds
 from absl import logging
 from etils import epath
 
-# Imported on first use, as TFDS does (0.4 s): reading a dataset needs no mlcroissant.
-from tensorflow_datasets.core.utils.lazy_imports_utils import mlcroissant as mlc
-
 from photo_datasets.catalog import fingerprint
+
+# Imported on first use, as TFDS does: reading a dataset needs no mlcroissant.
+from photo_datasets.tfds_private import mlcroissant as mlc
 
 FILE_NAME = "croissant.json"
 
@@ -32,17 +32,30 @@ _ENCODING_FORMATS = {
     "array_record": "https://github.com/google/array_record",
     "parquet": "application/x-parquet",
 }
-_SPLIT_URLS = {"train": "cr:TrainingSplit", "validation": "cr:ValidationSplit", "test": "cr:TestSplit"}
+_SPLIT_URLS = {"train": "cr:TrainingSplit", "validation": "cr:ValidationSplit",
+               "test": "cr:TestSplit"}
 _RECORD_FILES = "record_files"
 
 
 def write(info: tfds.core.DatasetInfo, data_dir: epath.PathLike) -> epath.Path:
-  """Writes `croissant.json` into `data_dir`, the built config's directory."""
+  """Writes `croissant.json` into `data_dir`, the built config's directory.
+
+  Args:
+    info: the built config's `DatasetInfo` (`builder.info`).
+    data_dir: the built config's directory, the one holding its record files.
+
+  Returns:
+    The path of the file written. Validation warnings are logged, not raised.
+
+  Raises:
+    mlcroissant.ValidationError: on a validation error (see `metadata`).
+  """
   described = metadata(info, data_dir)
   if described.ctx.issues.warnings:
     logging.warning("%s/%s: %s", info.name, info.config_name, described.ctx.issues.report())
   path = epath.Path(data_dir) / FILE_NAME
-  path.write_text(json.dumps(described.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+  path.write_text(json.dumps(described.to_json(), indent=2, ensure_ascii=False) + "\n",
+                  encoding="utf-8")
   return path
 
 
@@ -51,8 +64,18 @@ def metadata(info: tfds.core.DatasetInfo, data_dir: epath.PathLike) -> mlc.Metad
   fingerprint where its metadata keeps one; record files without a kept
   SHA-256 are hashed here.
 
-  Raises mlcroissant's `ValidationError` on an error; warnings stay in
-  `metadata(...).ctx.issues.warnings`."""
+  Args:
+    info: the built config's `DatasetInfo` (`builder.info`).
+    data_dir: the built config's directory, the one holding its record files.
+
+  Returns:
+    An `mlcroissant.Metadata`: the record files and their file set, the
+    splits, the class names of each `ClassLabel` and the examples' fields.
+    Validation warnings stay in `metadata(...).ctx.issues.warnings`.
+
+  Raises:
+    mlcroissant.ValidationError: on a validation error.
+  """
   splits = list(info.splits.values())
   suffix = splits[0].filename_template.filetype_suffix
   paths = [epath.Path(data_dir) / name for split in splits for name in split.filenames]
@@ -61,9 +84,11 @@ def metadata(info: tfds.core.DatasetInfo, data_dir: epath.PathLike) -> mlc.Metad
   files: list[mlc.FileObject | mlc.FileSet] = [_record_file(path, suffix, known[path.name])
                                                for path in paths]
   files.append(mlc.FileSet(
-      id=_RECORD_FILES, name=_RECORD_FILES, encoding_formats=[_ENCODING_FORMATS.get(suffix, suffix)],
+      id=_RECORD_FILES, name=_RECORD_FILES,
+      encoding_formats=[_ENCODING_FORMATS.get(suffix, suffix)],
       includes=[f"{info.name}-*.{suffix}-*"],
-      description="Every record file of the config (the files above), one `tf.train.Example` per record."))
+      description="Every record file of the config (the files above), "
+                  "one `tf.train.Example` per record."))
   label_sets = [_class_names(key, feature) for key, feature in info.features.items()
                 if isinstance(feature, tfds.features.ClassLabel)]
   return mlc.Metadata(
@@ -81,7 +106,8 @@ def metadata(info: tfds.core.DatasetInfo, data_dir: epath.PathLike) -> mlc.Metad
 
 def _description(info: tfds.core.DatasetInfo, sha256: str | None) -> str:
   """The dataset's description, its config's, and the config's fingerprint where it has one."""
-  text = f"{info.description.strip()}\n\nConfig `{info.config_name}`: {info.config_description}"
+  text = (f"{info.description.strip()}\n\n"
+          f"Config `{info.config_name}`: {info.config_description}")
   if sha256:
     text += f"\n\nFingerprint (SHA-256, `python -m photo_datasets.verify`): {sha256}"
   return text
@@ -89,20 +115,23 @@ def _description(info: tfds.core.DatasetInfo, sha256: str | None) -> str:
 
 def _record_file(path: epath.Path, suffix: str, sha256: str) -> mlc.FileObject:
   return mlc.FileObject(
-      id=path.name, name=path.name, content_url=path.name, content_size=f"{path.stat().length} B",
+      id=path.name, name=path.name, content_url=path.name,
+      content_size=f"{path.stat().length} B",
       encoding_formats=[_ENCODING_FORMATS.get(suffix, suffix)], sha256=sha256)
 
 
 def _splits(splits: list[Any]) -> mlc.RecordSet:
   """The splits as Croissant's `cr:Split` record set, with their sizes."""
-  fields = [("name", mlc.DataType.TEXT), ("url", mlc.DataType.URL), ("num_examples", mlc.DataType.INTEGER),
-            ("num_shards", mlc.DataType.INTEGER)]
+  fields = [("name", mlc.DataType.TEXT), ("url", mlc.DataType.URL),
+            ("num_examples", mlc.DataType.INTEGER), ("num_shards", mlc.DataType.INTEGER)]
   return mlc.RecordSet(
       id="splits", name="splits", data_types=[mlc.DataType.SPLIT], key=["splits/name"],
       description="The splits: name, Croissant's standard split, examples and record files.",
-      fields=[mlc.Field(id=f"splits/{name}", name=name, data_types=[data_type]) for name, data_type in fields],
+      fields=[mlc.Field(id=f"splits/{name}", name=name, data_types=[data_type])
+              for name, data_type in fields],
       data=[{"splits/name": s.name, "splits/url": _SPLIT_URLS.get(s.name, s.name),
-             "splits/num_examples": s.num_examples, "splits/num_shards": s.num_shards} for s in splits])
+             "splits/num_examples": s.num_examples, "splits/num_shards": s.num_shards}
+            for s in splits])
 
 
 def _class_names(key: str, feature: tfds.features.ClassLabel) -> mlc.RecordSet:
@@ -110,9 +139,11 @@ def _class_names(key: str, feature: tfds.features.ClassLabel) -> mlc.RecordSet:
   return mlc.RecordSet(
       id=record_set, name=record_set, key=[f"{record_set}/index"],
       description=f"The {feature.num_classes} class names of `{key}`, by label id.",
-      fields=[mlc.Field(id=f"{record_set}/index", name="index", data_types=[mlc.DataType.INTEGER]),
+      fields=[mlc.Field(id=f"{record_set}/index", name="index",
+                        data_types=[mlc.DataType.INTEGER]),
               mlc.Field(id=f"{record_set}/name", name="name", data_types=[mlc.DataType.TEXT])],
-      data=[{f"{record_set}/index": i, f"{record_set}/name": name} for i, name in enumerate(feature.names)])
+      data=[{f"{record_set}/index": i, f"{record_set}/name": name}
+            for i, name in enumerate(feature.names)])
 
 
 def _examples(info: tfds.core.DatasetInfo) -> mlc.RecordSet:
@@ -123,8 +154,10 @@ def _examples(info: tfds.core.DatasetInfo) -> mlc.RecordSet:
       id="examples/split", name="split", data_types=[mlc.DataType.TEXT],
       description="The split of the example, from its record file's name.",
       references=mlc.Source(field="splits/name"),
-      source=mlc.Source(file_set=_RECORD_FILES, extract=mlc.Extract(file_property=mlc.FileProperty.filename),
-                        transforms=[mlc.Transform(regex=rf"^{re.escape(info.name)}-({names})\..*$")]))
+      source=mlc.Source(file_set=_RECORD_FILES,
+                        extract=mlc.Extract(file_property=mlc.FileProperty.filename),
+                        transforms=[mlc.Transform(
+                            regex=rf"^{re.escape(info.name)}-({names})\..*$")]))
   return mlc.RecordSet(
       id="examples", name="examples", description="The examples, as TFDS stores them.",
       fields=[_field(key, feature) for key, feature in info.features.items()] + [split])
@@ -136,11 +169,13 @@ def _field(key: str, feature: tfds.features.FeatureConnector) -> mlc.Field:
   if isinstance(feature, tfds.features.Image):
     data_type = mlc.DataType.IMAGE_OBJECT
     shape = "×".join("any" if size is None else str(size) for size in feature.shape)
-    description = f"{(feature.encoding_format or 'encoded').upper()} image; decodes to {shape} uint8."
+    description = (f"{(feature.encoding_format or 'encoded').upper()} image; "
+                   f"decodes to {shape} uint8.")
   elif isinstance(feature, tfds.features.ClassLabel):
     data_type = mlc.DataType.INTEGER
     references = mlc.Source(field=f"{key}_names/index")
-    description = f"Label id, 0 to {feature.num_classes - 1}; the names are the record set `{key}_names`."
+    description = (f"Label id, 0 to {feature.num_classes - 1}; "
+                   f"the names are the record set `{key}_names`.")
   elif isinstance(feature, tfds.features.Text):
     data_type, description = mlc.DataType.TEXT, "UTF-8 text."
   elif isinstance(feature, tfds.features.BBoxFeature):
@@ -153,7 +188,8 @@ def _field(key: str, feature: tfds.features.FeatureConnector) -> mlc.Field:
     description = f"{dtype.name}, shape {feature.shape}." if feature.shape else f"{dtype.name}."
   return mlc.Field(
       id=f"examples/{key}", name=key, data_types=[data_type], description=description,
-      source=mlc.Source(file_set=_RECORD_FILES, extract=mlc.Extract(column=key)), references=references)
+      source=mlc.Source(file_set=_RECORD_FILES, extract=mlc.Extract(column=key)),
+      references=references)
 
 
 def _citation_year(citation: str) -> str | None:

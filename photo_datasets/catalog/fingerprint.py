@@ -143,9 +143,21 @@ def verify(data_dir: epath.PathLike, metadata: Mapping[str, Any], expected: str 
 
   Every record file and the features' files are read and hashed again.
 
+  Args:
+    data_dir: the built config's folder, the one holding its `dataset_info.json`.
+    metadata: the config's `info.metadata` (or its `metadata.json`, read as JSON).
+    expected: a fingerprint (64 hexadecimal digits) the copy should also have,
+      e.g. a colleague's; None to check the copy against its own only.
+    progress: called with a line of text before the files are hashed.
+
+  Returns:
+    The fingerprint (SHA-256, hex) the metadata keeps.
+
   Raises:
     Mismatch: naming each file that differs, is missing or is not listed, or
-      saying that an intact copy is another build than `expected`.
+      saying that an intact copy is another build than `expected`; also where
+      the metadata keeps no fingerprint (a build made before fingerprints) or
+      an incomplete one.
   """
   kept = metadata.get(METADATA_KEY)
   if not isinstance(kept, Mapping):

@@ -42,8 +42,10 @@ class PageData:
   report: BuildReport
   quality_flags: list[dict[str, Any]] = dataclasses.field(default_factory=list)
   flag_names: list[str] = dataclasses.field(default_factory=list)  # Display order.
-  flag_thresholds: dict[str, float] = dataclasses.field(default_factory=dict)  # Flagged below these scores.
-  split_of: dict[str, str] = dataclasses.field(default_factory=dict)  # file_name -> split, where known.
+  # Flag -> the score below which a photo gets it.
+  flag_thresholds: dict[str, float] = dataclasses.field(default_factory=dict)
+  # file_name -> split, where known.
+  split_of: dict[str, str] = dataclasses.field(default_factory=dict)
   source: str | None = None
   build_seconds: float | None = None
   source_images: dict[str, Any] | None = None  # `build_stats.source_images`.
@@ -51,7 +53,8 @@ class PageData:
   channel_mean: list[float] | None = None
   channel_std: list[float] | None = None
   note: str = ""  # A warning shown first (korean_food: the page is as private as the photos).
-  counts_from_records: bool = False  # Class counts read back from the records (a config built earlier).
+  # Class counts read back from the records (a config built earlier).
+  counts_from_records: bool = False
   data_dir: str = "DIR"  # Where it was built, for the command that writes the page again.
   fingerprint: str | None = None  # `fingerprint`; None for a build made before fingerprints.
 
@@ -66,12 +69,14 @@ class PageData:
 
 def near_duplicate_groups(page: PageData) -> list[dict[str, Any]]:
   """Near-duplicate groups, those across classes first (label conflicts), then the larger."""
-  return sorted(page.report.near_duplicates, key=lambda g: (not g["across_classes"], -len(g["files"])))
+  return sorted(page.report.near_duplicates,
+                key=lambda g: (not g["across_classes"], -len(g["files"])))
 
 
 def identical_groups(page: PageData) -> list[list[str]]:
   """Byte-identical groups, those across classes first, then the larger."""
-  return sorted(page.report.duplicates, key=lambda g: (len({class_folder(f) for f in g}) < 2, -len(g)))
+  return sorted(page.report.duplicates,
+                key=lambda g: (len({class_folder(f) for f in g}) < 2, -len(g)))
 
 
 def series_groups(page: PageData) -> list[list[str]]:

@@ -9,7 +9,8 @@ This module gathers what the page shows from a builder (`page_data`, filling
 `page_html`'s. The page is one self-contained HTML file: inline CSS, no
 script, no network; thumbnails are small JPEGs embedded as `data:` URIs, at
 most `THUMBNAILS_PER_SECTION` per section (worst or most telling first, with a
-count of the rest), so the page of the full Korean food corpus stays a few MB.
+count of the rest), so the page of the full Korean food corpus stays a few MB
+(docs/data-quality.md#the-build-report).
 Sections: overview, problems (skipped files, near-duplicate groups, series and
 byte-identical groups, rejected crop lines, warnings), classes (counts per
 split, bar chart, crop-box share, classes far below the median marked, empty
@@ -20,11 +21,11 @@ Thumbnails show what the records hold. At build time they are made from the
 source photos, framed as stored (a sized config's crop box and centre square;
 a `full` config's photo upright), each decoded at reduced scale: a few hundred
 reads by span, outside the build's one decode of each photo. For a config
-built earlier, whose source may be gone,
-the stored images are read back from the records by `file_name`: one pass
-over each split with the images left encoded (`SkipDecoding`), only the
-wanted ones kept. A skipped file gets a thumbnail when it is still a file
-under the source folder and something of it decodes.
+built earlier, whose source may be gone, the stored images are read back from
+the records by `file_name`: one pass over each split with the images left
+encoded (`SkipDecoding`), only the wanted ones kept. A skipped file gets a
+thumbnail when it is still a file under the source folder and something of it
+decodes.
 
 `quality.csv` holds every flagged photo: file name, split, label, flag, score
 (for `padded_jpeg`, a JPEG kept despite padding, the bytes of padding).
@@ -62,27 +63,43 @@ ImageSource = Callable[[set[str]], dict[str, bytes]]
 # Thumbnails.
 
 
-def thumbnail(data: bytes, side: int = THUMBNAIL_SIDE, *, box: tuple[float, float, float, float] | None = None,
+def thumbnail(data: bytes, side: int = THUMBNAIL_SIDE, *,
+              box: tuple[float, float, float, float] | None = None,
               square: bool = False) -> bytes | None:
   """A small upright JPEG of the image `data`, or None where nothing of it decodes.
 
-  With `box` (ymin, xmin, ymax, xmax, relative to the upright image) and `square`, framed as a
-  sized config stores it: the box, then the centre square. A JPEG is decoded at 1/2 to 1/8
-  scale (PIL's draft), so a thumbnail costs a fraction of the photo's full decode."""
+  With `box` and `square`, framed as a sized config stores it: the box, then
+  the centre square. A JPEG is decoded at 1/2 to 1/8 scale (PIL's draft), so a
+  thumbnail costs a fraction of the photo's full decode.
+
+  Args:
+    data: the encoded image, in any format PIL opens.
+    side: the thumbnail's longer side, in pixels.
+    box: a crop box (ymin, xmin, ymax, xmax), relative to the upright image.
+    square: whether to keep the centre square and resize it to `side` by `side`.
+
+  Returns:
+    The thumbnail as JPEG bytes (`data` itself where it is already an upright
+    RGB JPEG of at most `side` pixels and nothing is to be framed), or None
+    where nothing of `data` decodes.
+  """
   try:
     with warnings.catch_warnings():
-      warnings.simplefilter("ignore")  # PIL's warnings about odd files: the report names those already.
+      # PIL's warnings about odd files: the report names those already.
+      warnings.simplefilter("ignore")
       with Image.open(io.BytesIO(data)) as opened:
-        if (opened.format == "JPEG" and opened.mode == "RGB" and max(opened.size) <= side and box is None
-            and not square and opened.getexif().get(_ORIENTATION, 1) == 1):
+        if (opened.format == "JPEG" and opened.mode == "RGB" and max(opened.size) <= side
+            and box is None and not square and opened.getexif().get(_ORIENTATION, 1) == 1):
           return data  # A thumbnail already (a build's, made on its workers).
         share = min(box[2] - box[0], box[3] - box[1]) if box else 1.0
         need = round(side * 2 / max(share, 0.05))
         opened.draft("RGB", (need, need))
         image = ImageOps.exif_transpose(opened)
-        image = image.convert("RGBA").convert("RGB") if image.mode in ("P", "PA", "LA") else image.convert("RGB")
+        image = (image.convert("RGBA").convert("RGB") if image.mode in ("P", "PA", "LA")
+                 else image.convert("RGB"))
         image = images.framed(image, box, square=square)
-        if square:  # Resized to the side even when smaller, as a sized config stores every photo at its size.
+        # Resized to the side even when smaller, as a sized config stores every photo at its size.
+        if square:
           image = image.resize((side, side), Image.Resampling.BILINEAR)
         image.thumbnail((side, side), Image.Resampling.BILINEAR)
         out = io.BytesIO()
@@ -102,7 +119,8 @@ def data_uris(photos: Mapping[str, bytes]) -> dict[str, str]:
 
 
 def write_csv(path: str | os.PathLike[str], rows: Iterable[Mapping[str, Any]]) -> None:
-  """`quality.csv`: one row per flagged photo (`CSV_FIELDS`); only the header where none is flagged."""
+  """`quality.csv`: one row per flagged photo (`CSV_FIELDS`); only the header where none is
+  flagged."""
   with open(path, "w", encoding="utf-8", newline="") as f:
     writer = csv.DictWriter(f, CSV_FIELDS, extrasaction="ignore")
     writer.writeheader()
@@ -143,7 +161,8 @@ def read_records(builder: Any, wanted: set[str], *, every_row: bool) -> _Records
   label_key = _label_key(info)
   keys = sorted(wanted) or [""]  # The table needs a key; no example is named "".
   table = tf.lookup.StaticHashTable(
-      tf.lookup.KeyValueTensorInitializer(tf.constant(keys), tf.ones(len(keys), tf.int32)), default_value=0)
+      tf.lookup.KeyValueTensorInitializer(tf.constant(keys), tf.ones(len(keys), tf.int32)),
+      default_value=0)
 
   def pick(example: dict[str, Any]) -> tuple[Any, Any, Any]:
     name = example["file_name"]
@@ -154,7 +173,8 @@ def read_records(builder: Any, wanted: set[str], *, every_row: bool) -> _Records
   records = _Records({}, {}, {})
   num_classes = info.features[label_key].num_classes
   for split in info.splits:
-    ds = builder.as_dataset(split=split, shuffle_files=False, decoders={"image": tfds.decode.SkipDecoding()},
+    ds = builder.as_dataset(split=split, shuffle_files=False,
+                            decoders={"image": tfds.decode.SkipDecoding()},
                             read_config=tfds.ReadConfig(try_autocache=False))
     if not every_row:
       ds = ds.filter(lambda example: table.lookup(example["file_name"]) > 0)
@@ -189,13 +209,16 @@ def page_data(builder: Any, split_of: Mapping[str, str] | None = None) -> PageDa
   splits = list(info.splits)
   counts = metadata.get("class_counts") or {}
   crops = metadata.get("crop_boxes")
-  classes = [ClassRow(i, name, descriptions.get(name, ""), {s: int(counts.get(s, [0] * len(names))[i]) for s in splits},
+  classes = [ClassRow(i, name, descriptions.get(name, ""),
+                      {s: int(counts.get(s, [0] * len(names))[i]) for s in splits},
                       int(crops[i]) if crops else None) for i, name in enumerate(names)]
   flags = list(getattr(report, "quality_flags", None) or metadata.get("quality_flags") or [])
   config = builder.builder_config
   return PageData(
-      dataset=f"{info.name}/{info.config_name}", config_description=config.description if config else "",
-      splits=splits, classes=classes, report=report, quality_flags=flags, flag_names=_flag_names(flags),
+      dataset=f"{info.name}/{info.config_name}",
+      config_description=config.description if config else "",
+      splits=splits, classes=classes, report=report, quality_flags=flags,
+      flag_names=_flag_names(flags),
       flag_thresholds=dict(quality.THRESHOLDS),
       split_of=dict(split_of or {}), source=metadata.get("source"),
       source_images=metadata.get("source_images"), class_weights=metadata.get("class_weights"),
@@ -230,6 +253,13 @@ def write(builder: Any, *, split_of: Mapping[str, str] | None = None,
       records (a build: far cheaper than a pass over every record).
     build_seconds: how long the build took (a build; not kept in the metadata, which stays the
       same for the same source).
+    out_dir: the folder to write into instead of `builder.data_path`; it must exist.
+
+  Returns:
+    The path of `report.html`.
+
+  Raises:
+    OSError: where the folder cannot be written.
   """
   page = page_data(builder, split_of)
   page.build_seconds = build_seconds

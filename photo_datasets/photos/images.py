@@ -98,8 +98,10 @@ def _orientation(image: Image.Image) -> int:
 
 
 # libjpeg warnings about metadata, not pixels: such a photo decodes completely.
-_TOLERATED_JPEG_WARNINGS = re.compile(r"ICC|JFIF revision|Adobe|Invalid SOS parameters for sequential")
-# JPEG modes the scan decodes with simplejpeg (PIL mode -> its colorspace); others (CMYK) through PIL.
+_TOLERATED_JPEG_WARNINGS = re.compile(
+    r"ICC|JFIF revision|Adobe|Invalid SOS parameters for sequential")
+# JPEG modes the scan decodes with simplejpeg (PIL mode -> its colorspace); others (CMYK)
+# through PIL.
 _STRICT_JPEG_MODES = {"RGB": "RGB", "L": "GRAY"}
 
 
@@ -123,7 +125,8 @@ def check_pixel_data(data: bytes, fmt: str) -> int:
   return 0
 
 
-def strict_jpeg_pixels(data: bytes, colorspace: str, size: tuple[int, int]) -> tuple[np.ndarray | None, int]:
+def strict_jpeg_pixels(data: bytes, colorspace: str,
+                       size: tuple[int, int]) -> tuple[np.ndarray | None, int]:
   """A JPEG's pixels decoded by libjpeg-turbo at the smallest DCT scale that
   leaves at least `size` (width, height), with every warning about the
   compressed data an error (`BadImage`), except padding (`jpeg_padding`);
@@ -149,16 +152,17 @@ def strict_jpeg_pixels(data: bytes, colorspace: str, size: tuple[int, int]) -> t
       padding += place.stop - place.start
       continue
     return pixels, padding
-  raise BadImage(f"damaged JPEG data: extraneous bytes still found after {_PADDING_PASSES} decodes")
+  raise BadImage(
+      f"damaged JPEG data: extraneous bytes still found after {_PADDING_PASSES} decodes")
 
 
 # Padding: what encoders write outside the compressed pixels (zeros, or 0xFF fill).
 _PADDING_BYTES = frozenset(b"\x00\xff")
-# Decodes a JPEG may take, each after dropping the padding the last one found: an encoder pads at one or two
-# places (a mix of 0x00 and 0xFF may take a decode more); more is damage.
+# Decodes a JPEG may take, each after dropping the padding the last one found: an encoder pads at
+# one or two places (a mix of 0x00 and 0xFF may take a decode more); more is damage.
 _PADDING_PASSES = 5
-# Padding bytes libjpeg may read before it skips the rest: its 64-bit bit buffer (0xFF 0x00 read as 0xFF data).
-# Damage that leads it to read more of the padding as compressed data is damage.
+# Padding bytes libjpeg may read before it skips the rest: its 64-bit bit buffer (0xFF 0x00 read
+# as 0xFF data). Damage that leads it to read more of the padding as compressed data is damage.
 _READ_AHEAD = 16
 _EXTRANEOUS = re.compile(r"Corrupt JPEG data: (\d+) extraneous bytes before marker 0x([0-9a-f]{2})")
 _RESTARTS = range(0xD0, 0xD8)  # RST0-7: inside a scan's entropy-coded data.
@@ -166,24 +170,30 @@ _STANDALONE = frozenset([0x01, *_RESTARTS])  # Markers with no length field afte
 
 
 def jpeg_padding(data: bytes, warning: str) -> slice | None:
-  """Where libjpeg's `warning` "N extraneous bytes before marker 0xMM" found
-  padding, not damage: the bytes to drop, or None.
+  """Tells padding from damage where libjpeg warned of bytes it skipped.
 
-  The warning is all libjpeg says when it skips bytes it did not expect:
-  bytes no segment holds, or compressed data left unread because damage
-  misled the decoder. The marker structure (bytes only) tells them apart.
-  Between the header segments before the first scan no decoder reads a byte
-  as a pixel: whatever lies there is kept (an encoder's padding, or what a
-  shortened metadata segment left over). From the first scan on, the N bytes
-  must be padding: a run of 0x00 or 0xFF (no other byte) just before an MM
-  marker, of which libjpeg read no more than `_READ_AHEAD` bytes as
-  compressed data. Damage leaves real compressed data unread, which is no
-  such run (also where it broke a later scan's header, and libjpeg skipped
-  the scan), or reads on into the padding to make up for what it misread.
-  A few arbitrary bytes at the end of the compressed data are no padding:
-  libjpeg passes the few it read ahead without a warning, and more cannot be
-  told from unread compressed data. docs/troubleshooting.md measures both
-  sides.
+  libjpeg's warning "N extraneous bytes before marker 0xMM" is all it says when
+  it skips bytes it did not expect: bytes no segment holds, or compressed data
+  left unread because damage misled the decoder. The marker structure (bytes
+  only) tells them apart. Between the header segments before the first scan no
+  decoder reads a byte as a pixel: whatever lies there is kept (an encoder's
+  padding, or what a shortened metadata segment left over). From the first scan
+  on, the N bytes must be padding: a run of 0x00 or 0xFF (no other byte) just
+  before an MM marker, of which libjpeg read no more than `_READ_AHEAD` bytes as
+  compressed data. Damage leaves real compressed data unread, which is no such
+  run (also where it broke a later scan's header, and libjpeg skipped the scan),
+  or reads on into the padding to make up for what it misread. A few arbitrary
+  bytes at the end of the compressed data are no padding: libjpeg passes the few
+  it read ahead without a warning, and more cannot be told from unread
+  compressed data. docs/troubleshooting.md measures both sides.
+
+  Args:
+    data: the JPEG file's bytes.
+    warning: the text of libjpeg's warning, as `simplejpeg` raises it.
+
+  Returns:
+    The slice of `data` to drop where the skipped bytes are padding; None where
+    they are damage, or `warning` is not about extraneous bytes.
   """
   match = _EXTRANEOUS.fullmatch(warning)
   if match is None:
@@ -200,8 +210,9 @@ def jpeg_padding(data: bytes, warning: str) -> slice | None:
     elif run < stop - 1 and data[run] == 0xFF and data[run + 1] == 0x00:
       run += 2  # FF 00 after compressed data is a compressed 0xFF byte, not padding.
     # The bytes libjpeg skipped: the shortest tail of the run it counts as `count` (the bits it
-    # read ahead stay, as when it decoded them).
-    skipped, lowest = stop - count, max(run, stop - count - 64)  # 0xFF fill counts nothing: looked for a little.
+    # read ahead stay, as when it decoded them). 0xFF fill counts nothing: the tail is looked for
+    # a little further back.
+    skipped, lowest = stop - count, max(run, stop - count - 64)
     while skipped >= lowest and _skipped_bytes(data, skipped, stop) != count:
       skipped -= 1
     if skipped >= lowest and skipped - run <= _READ_AHEAD:
@@ -266,7 +277,8 @@ def _check_png_crcs(data: bytes) -> None:
     if kind in (b"IDAT", b"fdAT"):  # Image data (fdAT: an APNG's later frames).
       stored = data[end:end + 4]
       if len(stored) < 4 or zlib.crc32(data[offset + 4:end]) != int.from_bytes(stored, "big"):
-        raise BadImage(f"damaged PNG image data: bad CRC-32 of the {kind.decode()} chunk at byte {offset}")
+        raise BadImage(f"damaged PNG image data: bad CRC-32 of the {kind.decode()} chunk "
+                       f"at byte {offset}")
     if kind == b"IEND":
       return
     offset = end + 4
@@ -284,13 +296,27 @@ SCAN_SIDE = 224
 
 
 def decode_and_inspect(data: bytes, strict: bool = True) -> tuple[ImageCheck, Image.Image]:
-  """The scan's one decode: what `inspect_image` says, and the upright RGB
-  pixels it decoded (JPEGs at `scan_reduction`). Raises `BadImage`.
-  `strict=False` decodes as PIL alone does, damaged pixel data let through
-  (what `benchmarks/damage_detection.py` compares with).
+  """Decodes a source file completely, once, and describes it: the scan's one decode.
 
-  Every byte is read even at reduced scale, so truncation is caught, at a
-  fraction of the cost of a full decode.
+  The content is sniffed (never the extension). A JPEG is decoded at the
+  smallest DCT scale that keeps `SCAN_SIDE` pixels on its short side; every
+  byte is read even at reduced scale, so truncation is caught, at a fraction
+  of the cost of a full decode.
+
+  Args:
+    data: the source file's bytes.
+    strict: True also checks the compressed pixel data, which PIL lets pass
+      (`strict_jpeg_pixels`, `check_pixel_data`); False decodes as PIL alone
+      does, damaged pixel data let through (what
+      `benchmarks/damage_detection.py` compares with).
+
+  Returns:
+    (check, pixels): what `inspect_image` says, and the upright RGB pixels it
+    decoded (JPEGs at `scan_reduction`, other formats at full size).
+
+  Raises:
+    BadImage: the file is empty, not an image this package reads, or does not
+      decode completely; the message says why.
   """
   # Not closed: the pixels may be this very image (RGB, upright), and closing
   # it would free them. The file is an in-memory BytesIO.
@@ -310,7 +336,8 @@ def decode_and_inspect(data: bytes, strict: bool = True) -> tuple[ImageCheck, Im
     array, padding = strict_jpeg_pixels(data, _STRICT_JPEG_MODES[mode], image.size)
   if array is not None:
     decoded = Image.fromarray(array[:, :, 0] if array.shape[2] == 1 else array)
-    decoded.info = dict(image.info)  # What a re-encoding carries over (its comment), as from PIL's decode.
+    # What a re-encoding carries over (its comment), as from PIL's decode.
+    decoded.info = dict(image.info)
     if decoded.size != image.size:
       raise BadImage(f"cannot decode {fmt}: {decoded.size} pixels decoded, {image.size} expected")
   else:
@@ -363,10 +390,11 @@ def conversion_reduction(check: ImageCheck, size: int | None, box: Box | None) -
   return min(_jpeg_reduction(check.stored_size, size, fraction), scan_reduction(check))
 
 
-_TRANSPOSE = {  # EXIF orientation -> the turn that shows the image upright, as ImageOps.exif_transpose.
-    2: Image.Transpose.FLIP_LEFT_RIGHT, 3: Image.Transpose.ROTATE_180, 4: Image.Transpose.FLIP_TOP_BOTTOM,
-    5: Image.Transpose.TRANSPOSE, 6: Image.Transpose.ROTATE_270, 7: Image.Transpose.TRANSVERSE,
-    8: Image.Transpose.ROTATE_90,
+# EXIF orientation -> the turn that shows the image upright, as ImageOps.exif_transpose.
+_TRANSPOSE = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT, 3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM, 5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270, 7: Image.Transpose.TRANSVERSE, 8: Image.Transpose.ROTATE_90,
 }
 
 

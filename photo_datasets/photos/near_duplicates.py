@@ -1,4 +1,4 @@
-"""Near-duplicate photos: perceptual hashes of each photo and of its crops, grouped by Hamming distance.
+"""Near-duplicate photos: perceptual hashes of photos and their crops, grouped by Hamming distance.
 
 A copy of a photo (resized, re-encoded, converted, EXIF-rotated, greyed,
 cropped or bordered) must not land in another split than its original.
@@ -15,9 +15,10 @@ hence the crops.
 The search is sub-quadratic: every hash has a 64-bit key (its 8x8 lowest
 frequencies), a multi-index search finds the keys within `KEY_THRESHOLD` bits,
 and only those pairs are compared in full. A 64-bit hash alone is too weak for
-a large corpus: among 150,000 photos even random 64-bit hashes meet within 11
-bits thousands of times. benchmarks/near_duplicate_tuning.py measured both
-thresholds on real photos.
+a large corpus: among 150,000 photos even uniformly random 64-bit hashes would
+meet within 11 bits about 570 times, real ones more often
+(docs/data-quality.md#near-copies-share-a-split).
+benchmarks/near_duplicate_tuning.py measures both thresholds on real photos.
 """
 
 from __future__ import annotations
@@ -46,8 +47,10 @@ REGIONS = (
     (CROP, 0, CROP, 0), (0, CROP, 0, CROP),
     (CROP, CROP, 0, 0), (0, CROP, CROP, 0), (0, 0, CROP, CROP), (CROP, 0, 0, CROP),
 )
-# Copies of every kind measured within 36 of 255 bits, distinct photos at 78
-# or more; their keys within 8 of 64 bits. See benchmarks/near_duplicate_tuning.py.
+# THRESHOLD sits between the copies of every kind (at most 24 bits from their original) and
+# the closest distinct photos (78 bits), with room on both sides; the copies' keys are at most
+# 6 of 64 bits from their original's (docs/data-quality.md#near-copies-share-a-split, measured
+# by benchmarks/near_duplicate_tuning.py).
 THRESHOLD = 56
 KEY_THRESHOLD = 8
 
@@ -72,7 +75,16 @@ _last_grey: tuple[weakref.ref[Image.Image], Image.Image] | None = None
 
 
 def grey(image: Image.Image) -> Image.Image:
-  """The photo's 8-bit grey plane (`_grey`), converted once for the last photo asked."""
+  """The photo's 8-bit grey plane (`_grey`), converted once for the last photo asked.
+
+  Args:
+    image: a decoded photo, in any PIL mode.
+
+  Returns:
+    An "L" image: `image` itself when it is one; 16-bit and float photos are
+    scaled to their own range first. Asked again for the same photo object
+    while it lives, the same grey image.
+  """
   global _last_grey
   if _last_grey is not None and _last_grey[0]() is image:
     return _last_grey[1]
@@ -129,7 +141,8 @@ def photo_hashes(image: Image.Image) -> bytes:
   """The hashes of the upright image's `REGIONS`, `HASH_BYTES` each, concatenated."""
   # Shrunk once; each region is then resampled to the 64×64 grid and
   # transformed by two small products (the DCT of PIL's bilinear resize of the region).
-  grey_plane = np.asarray(grey(image).resize((_SIDE, _SIDE), Image.Resampling.BILINEAR), dtype=np.float64)
+  grey_plane = np.asarray(grey(image).resize((_SIDE, _SIDE), Image.Resampling.BILINEAR),
+                          dtype=np.float64)
   coefficients = ((_ROW_RANGES @ grey_plane)[_RANGE_OF] @ _COLUMNS_T).reshape(len(REGIONS), -1)
   # The DC term (brightness) is left out of the median, as in pHash.
   bits = coefficients > np.median(coefficients[:, 1:], axis=1, keepdims=True)
@@ -158,7 +171,8 @@ def distance(a: bytes, b: bytes) -> tuple[int, int]:
   pair: the closest pair of a region of one and the whole of the other."""
   words = _words([a, b])
   keys = _keys(words)
-  across = np.bitwise_count(np.concatenate([words[0] ^ words[1, 0], words[1] ^ words[0, 0]])).sum(axis=1)
+  across = np.bitwise_count(
+      np.concatenate([words[0] ^ words[1, 0], words[1] ^ words[0, 0]])).sum(axis=1)
   across_keys = np.bitwise_count(np.concatenate([keys[0] ^ keys[1, 0], keys[1] ^ keys[0, 0]]))
   closest = int(np.argmin(across))
   return int(across[closest]), int(across_keys[closest])
@@ -179,7 +193,8 @@ def _plan(queries: int, entries: int, bits: int, threshold: int) -> tuple[int, i
       continue
     radius = -(-(threshold + 1) // segments) - 1
     probes = sum(math.comb(longest, k) for k in range(radius + 1))
-    cost = segments * (probes * queries * (1 + entries / 2.0 ** (bits // segments)) + 2.0 ** longest)
+    cost = segments * (probes * queries * (1 + entries / 2.0 ** (bits // segments))
+                       + 2.0 ** longest)
     if best is None or cost < best[0]:
       best = (cost, segments, radius)
   if best is None or best[0] >= queries * entries:
@@ -202,7 +217,8 @@ def _pairs_within(queries: npt.NDArray[np.uint64], entries: npt.NDArray[np.uint6
   if plan is None:
     rows = max(1, _CHUNK_PAIRS // max(entries.size, 1))
     for start in range(0, queries.size, rows):
-      grid = np.meshgrid(np.arange(start, min(queries.size, start + rows)), np.arange(entries.size), indexing="ij")
+      grid = np.meshgrid(np.arange(start, min(queries.size, start + rows)), np.arange(entries.size),
+                         indexing="ij")
       a, b = grid[0].ravel(), grid[1].ravel()
       close = np.bitwise_count(queries[a] ^ entries[b]) <= threshold
       yield a[close], b[close]
@@ -224,14 +240,16 @@ def _pairs_within(queries: npt.NDArray[np.uint64], entries: npt.NDArray[np.uint6
       first, sizes = starts[wanted], starts[wanted + 1] - starts[wanted]
       # Chunks of queries whose buckets hold at most ~_CHUNK_PAIRS entries.
       ends = np.cumsum(sizes)
-      cuts = np.searchsorted(ends, np.arange(_CHUNK_PAIRS, int(ends[-1]) if ends.size else 0, _CHUNK_PAIRS))
+      cuts = np.searchsorted(
+          ends, np.arange(_CHUNK_PAIRS, int(ends[-1]) if ends.size else 0, _CHUNK_PAIRS))
       for chunk in np.split(query_indices, cuts):
         size = sizes[chunk]
         total = int(size.sum())
         if not total:
           continue
         a = np.repeat(chunk, size)
-        b = order[np.repeat(first[chunk] - (np.cumsum(size) - size), size) + np.arange(total, dtype=np.intp)]
+        b = order[np.repeat(first[chunk] - (np.cumsum(size) - size), size)
+                  + np.arange(total, dtype=np.intp)]
         close = np.bitwise_count(queries[a] ^ entries[b]) <= threshold
         yield a[close], b[close]
 
@@ -242,8 +260,20 @@ def groups(photos: Sequence[bytes], threshold: int = THRESHOLD,
   transitively when a region of one is within `threshold` bits of the whole
   of the other (and their keys within `key_threshold`).
 
-  Only groups of two or more; each sorted, and the list sorted by first index,
-  so the result depends on nothing but the hashes.
+  Args:
+    photos: each photo's `photo_hashes`.
+    threshold: the most bits a region of one photo's hash may be from the
+      whole of the other's.
+    key_threshold: the most bits their 64-bit keys may be apart.
+
+  Returns:
+    The groups of two or more, as indices into `photos`: each sorted, and the
+    list sorted by first index, so the result depends on nothing but the
+    hashes.
+
+  Raises:
+    ValueError: a threshold is negative, or a photo's hashes are not
+      `HASH_BYTES` for each of `REGIONS`.
   """
   if threshold < 0 or key_threshold < 0:
     raise ValueError(f"thresholds must be >= 0, not {threshold} and {key_threshold}")

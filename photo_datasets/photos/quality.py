@@ -8,19 +8,19 @@ and `quality.csv`): nothing is removed or changed by it.
 `images.decode_and_inspect` (JPEGs at reduced DCT scale, 224 to 447 px on the
 short side; other formats at full size), so no photo is decoded twice and the
 conversion does nothing more. It returns the photo's `scores` and the
-`moments` of its pixels (for `build_stats.channel_stats`: the train split's per-channel
-mean and standard deviation). Two flags need only the source's size:
-`odd_aspect_ratio`, and `odd_size`, which compares a photo with the corpus's
-median, so both are decided after the scan from each photo's upright source
-width and height (`flags_of(scores, width, height, median_size)`; `build_stats.flag_rows`
-makes the report's rows).
+`moments` of its pixels (for `build_stats.channel_stats`: the train split's
+per-channel mean and standard deviation). Two flags need only the source's
+size: `odd_aspect_ratio`, and `odd_size`, which compares a photo with the
+corpus's median, so both are decided after the scan from each photo's upright
+source width and height (`flags_of(scores, width, height, median_size)`;
+`build_stats.flag_rows` makes the report's rows).
 
 Every score follows CleanVision's convention (cleanlab/cleanvision, Apache-2.0,
 `issue_managers/image_property.py`): a number in [0, 1], lower is worse, and a
 photo is flagged when its score is below `THRESHOLDS[flag]`. The definitions
 and thresholds, checked on the 47 AIHub photos in ../shared/realdata/kfood and
 the 100 tf_flowers photos (tests/test_quality.py asserts what each flag marks
-there):
+there; their scores: docs/data-quality.md#quality-flags):
 
 * `dark`: the 99th percentile of the pixels' perceived brightness,
   sqrt(0.241 R² + 0.691 G² + 0.068 B²) / 255, below 0.32 (CleanVision's formula
@@ -64,9 +64,9 @@ there):
 
 The pixel scores read nearest-neighbour samples of the scan's pixels (a subset
 of them, never averages, which would hide blur): 128 px on the long side for
-the Laplacian, 96 px for the rest. They cost about a quarter of a millisecond
-of one core per photo; `benchmarks/quality_cost.py` measures it (docs/data-quality.md, "Quality
-flags").
+the Laplacian, 96 px for the rest, as one pass over all the scan's pixels
+would cost the whole budget (docs/data-quality.md#quality-flags has the cost,
+measured by `benchmarks/quality_cost.py`).
 """
 
 from __future__ import annotations
@@ -115,15 +115,27 @@ _WEIGHTS = np.array([0.241, 0.691, 0.068])  # CleanVision's perceived brightness
 
 
 def measure(pixels: np.ndarray | Image.Image) -> tuple[dict[str, float], tuple[float, ...]]:
-  """The scan's per-photo work: (`scores`, `moments`) of one photo's upright RGB
-  pixels, a uint8 (H, W, 3) array or the RGB PIL image itself (no copy)."""
-  image = pixels if isinstance(pixels, Image.Image) else Image.fromarray(np.asarray(pixels, np.uint8), "RGB")
+  """Scores one photo for the quality flags: the scan's per-photo work.
+
+  Args:
+    pixels: the photo's upright RGB pixels, a uint8 (H, W, 3) array or a PIL
+      image (an RGB one is read as it is, no copy; another mode is converted).
+
+  Returns:
+    (scores, moments): `scores` maps each of `PIXEL_FLAGS` to its score in
+    [0, 1], lower is worse (flagged below `THRESHOLDS`); `moments` are the
+    mean R, G, B and mean R², G², B² of a sample of the pixels, on 0-255 (for
+    `build_stats.channel_stats`). Every number is rounded to 4 decimals.
+  """
+  image = (pixels if isinstance(pixels, Image.Image)
+           else Image.fromarray(np.asarray(pixels, np.uint8), "RGB"))
   if image.mode != "RGB":
     image = image.convert("RGB")
   larger = image.resize(_fit(image.size, _BLUR_SIDE), Image.Resampling.NEAREST)
   sample = larger.resize(_fit(larger.size, _SAMPLE_SIDE), Image.Resampling.NEAREST)
   levels = np.asarray(sample)
-  rgb = levels.reshape(-1, 3).astype(np.float64)  # Float32 sums of squares drift in the fifth digit.
+  # Float64: float32 sums of squares drift in the fifth digit.
+  rgb = levels.reshape(-1, 3).astype(np.float64)
   share = np.full(len(rgb), 1 / len(rgb))  # Means as products: numpy's axis-0 mean is slow.
   means = share @ rgb
   rgb *= rgb

@@ -24,13 +24,27 @@ PixelBox = tuple[int, int, int, int]  # x, y, width, height in the stored pixels
 
 @dataclasses.dataclass(frozen=True)
 class Span:
-  """Where a file's bytes lie on disk, so that a worker reads them itself and
-  the main process hands it a few numbers instead of the bytes: the whole file
-  at `path`, or with `zip_method` set, the zip member whose local header
-  starts at `offset` (`size` bytes as stored; stored or deflated), checked
-  against its CRC-32 as `zipfile` does and never read or inflated past the
-  `file_size` its zip's directory declares (-1 where not known:
-  `zips.MAX_MEMBER_SIZE`)."""
+  """Where a file's bytes lie on disk.
+
+  A worker reads the bytes itself, so the main process hands it these few
+  numbers instead of the bytes: the whole file at `path`, or with
+  `zip_method` set, the zip member whose local header starts at `offset`
+  (`size` bytes as stored; stored or deflated), checked against its CRC-32 as
+  `zipfile` does and never read or inflated past the `file_size` its zip's
+  directory declares (-1 where not known: `zips.MAX_MEMBER_SIZE`). `read()`
+  returns the bytes, and raises `OSError` where the file cannot be read or the
+  member is damaged (missing, truncated, larger than declared, a bad CRC-32).
+
+  Attributes:
+    path: the file, or the zip that holds the member.
+    offset: where the member's local header starts in the zip.
+    size: the member's bytes as stored in the zip.
+    zip_method: `zipfile.ZIP_STORED` or `zipfile.ZIP_DEFLATED` for a zip
+      member; None for a whole file.
+    crc: the member's CRC-32, as its zip's directory declares it.
+    file_size: the member's bytes once inflated, as its zip's directory
+      declares them; -1 where not known.
+  """
 
   path: str
   offset: int = 0
@@ -49,12 +63,26 @@ class Span:
 
 @dataclasses.dataclass(frozen=True)
 class Candidate:
-  """A source file that may be an image: its bytes, or where a worker reads them."""
+  """A source file that may be an image: its bytes, or where a worker reads them.
+
+  A builder's listing makes one for every file it finds; the scan decodes it
+  and turns it into a `Photo`, or skips it. `read()` returns `data`, or the
+  bytes `span` reads.
+
+  Attributes:
+    file_name: the example key and `file_name` feature: "<...>/<class>/<file>".
+    location: how the builder's reader finds the bytes again.
+    data: the bytes, read by the listing, where `span` is None.
+    crop: its crop box in stored pixels (x, y, width, height), from the
+      listing; None for none.
+    span: where the bytes lie, read by the worker that scans the file.
+  """
 
   file_name: str  # Example key and `file_name` feature: "<...>/<class>/<file>".
   location: tuple[str, ...]  # How the builder's reader finds the bytes again.
   data: bytes = b""  # Read by the listing, where `span` is None.
-  # Its crop box in stored pixels, from the listing: the scan decides the photo's box from it (`photo_box`).
+  # Its crop box in stored pixels, from the listing: the scan decides the photo's box from it
+  # (`photo_box`).
   crop: PixelBox | None = None
   span: Span | None = None  # Read by the worker that scans it.
 
@@ -71,7 +99,26 @@ def photo_box(crop: PixelBox, check: images.ImageCheck) -> Box | None:
 
 @dataclasses.dataclass(frozen=True)
 class Photo:
-  """One valid source image, as learned by the scan."""
+  """One valid source image, as learned by the scan.
+
+  Generation and the build's statistics read these. `split` is the split the
+  photo goes to (that of `group_digest`, else of `digest`), `folder` its class
+  folder.
+
+  Attributes:
+    file_name: the example key and `file_name` feature: "<...>/<class>/<file>".
+    location: how the builder's reader finds the bytes again.
+    digest: the SHA-256 of the source bytes, in hex.
+    check: what `images.decode_and_inspect` learned about the image.
+    box: the crop box (ymin, xmin, ymax, xmax), relative to the upright image;
+      None for none.
+    group_digest: the SHA-256 whose split the photo's group of near copies and
+      series takes; None for a photo in no group.
+    span: where its bytes lie, so that generation reads them itself.
+    nbytes: the size of the source file.
+    quality: the scores of `quality.measure`.
+    moments: the pixel moments of `quality.measure`.
+  """
 
   file_name: str
   location: tuple[str, ...]
@@ -81,13 +128,14 @@ class Photo:
   # The SHA-256 whose split the photo's group of near copies and series takes
   # (`splits.group_leader`); None for a photo in no group.
   group_digest: str | None = None
-  span: Span | None = None  # Where its bytes lie: generation reads them there, without the builder's reader.
+  # Where its bytes lie: generation reads them there, without the builder's reader.
+  span: Span | None = None
   nbytes: int = 0  # Size of the source file.
-  # `quality.scores` of its scan pixels (flags in `quality.flag_rows`); not
-  # hashed, as a dict cannot be.
+  # The scores `quality.measure` gives for its scan pixels (flags in `build_stats.flag_rows`);
+  # not hashed, as a dict cannot be.
   quality: dict[str, float] = dataclasses.field(default_factory=dict, hash=False)
-  # `quality.moments` of its scan pixels: mean R, G, B and mean R², G², B² on
-  # 0-255 (`quality.channel_stats`).
+  # The moments `quality.measure` gives for its scan pixels: mean R, G, B and mean R², G², B² on
+  # 0-255 (`build_stats.channel_stats`).
   moments: tuple[float, ...] = ()
 
   @property

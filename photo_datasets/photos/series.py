@@ -1,4 +1,4 @@
-"""Series: several shots of one scene (one pot, one plate, one table), close in a class's natural order.
+"""Series: several shots of one scene (a pot, a plate, a table), close in a class's natural order.
 
 A blog post that shows one dish in several shots (another angle, a tighter
 crop, the next cooking stage) gives a corpus of web photos several photos
@@ -68,19 +68,26 @@ WINDOW = 4  # Each photo is compared with the next WINDOW photos of its class.
 # blog post's shots of a dish, not a chain of look-alikes drifting through a class.
 MAX_SERIES = 20
 
-_KEYPOINT_SIDE = 288  # The longer side of the grey photo the keypoints are found on (at 224 a fish fillet on a
-# speckled pan, as a close-up beside its whole photo, gave no piece of the fillet two matching keypoints),
-_KEYPOINT_SHORT_SIDE = 128  # but its shorter side at least this: on a strip 96 px high (a collage of shots side
-# by side) ORB's pyramid and 15 px borders leave nothing to match a close-up with;
-_KEYPOINT_LONGEST = 896  # and its longer side at most this (a banner's cost, and x, y in 1/8 px fit uint16).
+# ORB's settings: _KEYPOINT_SIDE, _KEYPOINTS, _LEVELS and _CORNER_CONTRAST are, of the settings
+# compared side by side, the only ones that join every close-up (docs/splits.md#cost).
+# The keypoints are found on the grey photo shrunk to _KEYPOINT_SIDE on its longer side, but to
+# at least _KEYPOINT_SHORT_SIDE on its shorter side: on a strip 96 px high (a collage of shots side
+# by side) ORB's pyramid and 15 px borders leave nothing to match a close-up with. Its longer side
+# stays at most _KEYPOINT_LONGEST (a banner's cost, and x, y in 1/8 px fit uint16).
+_KEYPOINT_SIDE = 288
+_KEYPOINT_SHORT_SIDE = 128
+_KEYPOINT_LONGEST = 896
 _KEYPOINTS = 250  # The strongest (ORB shares them out among its scales, and may keep a few more).
-_LEVELS = 3  # Of its scale pyramid (1 to 1.96: a close-up of 30 % of a photo is 1.83 times larger),
-_SCALE_STEP = 1.4  # this far apart.
+# ORB's scale pyramid: _LEVELS scales, _SCALE_STEP apart (1 to 1.96: a close-up of 30 % of a
+# photo is 1.83 times larger).
+_LEVELS = 3
+_SCALE_STEP = 1.4
 _CORNER_CONTRAST = 25  # FAST's threshold, of 255: a higher one finds fewer corners, sooner.
 # One keypoint: x and y in 1/8 px (uint16) and its 256-bit ORB descriptor.
 _KEYPOINT = np.dtype([("x", "<u2"), ("y", "<u2"), ("descriptor", "u1", 32)])
 KEYPOINT_BYTES = _KEYPOINT.itemsize
-KEYPOINTS_BYTES = _KEYPOINTS * KEYPOINT_BYTES  # About what a photo's keypoints take (ORB may keep a few more).
+# About what a photo's keypoints take (ORB may keep a few more).
+KEYPOINTS_BYTES = _KEYPOINTS * KEYPOINT_BYTES
 _RATIO = 0.8  # Lowe's ratio test: the best match clearly better than the second.
 _INLIER_PX = 3.0  # RANSAC's reprojection threshold, in pixels of the keypoint photo.
 # A fit must keep the scale of a zoom, not squash the photo to a point, and its
@@ -103,7 +110,18 @@ class Rule:
   """When two photos are one series: their colours overlap by `sure`, or by
   `close` and `close_inliers` keypoints fit one change of viewpoint, or by
   `band` and `min_inliers` keypoints do, or `strong_inliers` do whatever the
-  colours."""
+  colours.
+
+  Attributes:
+    sure: the colour overlap (histogram intersection, 0 to 1) from which two
+      photos are one series on colour alone.
+    close: the overlap from which `close_inliers` keypoints join them.
+    close_inliers: the inliers a pair needs from `close` up to `sure`.
+    band: the overlap from which `min_inliers` keypoints join them.
+    min_inliers: the inliers a pair needs from `band` up to `close`.
+    strong_inliers: the inliers a pair needs below `band`; None joins no such
+      pair.
+  """
 
   sure: float = SURE
   close: float = CLOSE
@@ -128,8 +146,9 @@ RULE = Rule()
 @functools.cache
 def _orb() -> cv2.ORB:
   cv2.setNumThreads(1)  # The scan runs a worker per core; OpenCV's own threads would only contend.
-  return cv2.ORB.create(nfeatures=_KEYPOINTS, scaleFactor=_SCALE_STEP, nlevels=_LEVELS, edgeThreshold=15,
-                        patchSize=15, fastThreshold=_CORNER_CONTRAST, scoreType=cv2.ORB_FAST_SCORE)
+  return cv2.ORB.create(nfeatures=_KEYPOINTS, scaleFactor=_SCALE_STEP, nlevels=_LEVELS,
+                        edgeThreshold=15, patchSize=15, fastThreshold=_CORNER_CONTRAST,
+                        scoreType=cv2.ORB_FAST_SCORE)
 
 
 def _histogram(rgb: Image.Image) -> bytes:
@@ -149,16 +168,27 @@ def colour_histogram(image: Image.Image) -> bytes:
 
 
 def describe(image: Image.Image) -> bytes:
-  """The photo's series features, from the scan's decode: its `colour_histogram`
-  (`HISTOGRAM_BYTES`), then about `_KEYPOINTS` ORB keypoints of the grey photo
-  shrunk to `_KEYPOINT_SIDE` on its longer side, or `_KEYPOINT_SHORT_SIDE` on
-  its shorter side where that is larger, never past `_KEYPOINT_LONGEST`
-  (`KEYPOINT_BYTES` each)."""
-  grey = np.asarray(near_duplicates.grey(image))  # The scan's hashes converted these pixels already.
+  """The photo's series features, from the scan's decode.
+
+  Its `colour_histogram` (`HISTOGRAM_BYTES`), then about `_KEYPOINTS` ORB
+  keypoints of the grey photo shrunk to `_KEYPOINT_SIDE` on its longer side,
+  or `_KEYPOINT_SHORT_SIDE` on its shorter side where that is larger, never
+  past `_KEYPOINT_LONGEST` (`KEYPOINT_BYTES` each).
+
+  Args:
+    image: the upright decoded photo, in any PIL mode.
+
+  Returns:
+    The features as one `bytes`: the histogram, then the keypoints; `overlap`,
+    `inliers`, `joined` and `groups` read them.
+  """
+  # The scan's hashes converted these pixels already.
+  grey = np.asarray(near_duplicates.grey(image))
   height, width = grey.shape
   longer, shorter = max(width, height), min(width, height)
-  scale = min(1.0, max(_KEYPOINT_SIDE / longer, _KEYPOINT_SHORT_SIDE / shorter), _KEYPOINT_LONGEST / longer)
-  if scale < 1:  # Bilinear, as ORB's own pyramid: a third of the cost of an area average.
+  scale = min(1.0, max(_KEYPOINT_SIDE / longer, _KEYPOINT_SHORT_SIDE / shorter),
+              _KEYPOINT_LONGEST / longer)
+  if scale < 1:  # Bilinear, as ORB's own pyramid, and cheaper than an area average.
     grey = cv2.resize(grey, (max(1, round(width * scale)), max(1, round(height * scale))),
                       interpolation=cv2.INTER_LINEAR)
   found, descriptors = _orb().detectAndCompute(grey, None)
@@ -171,7 +201,8 @@ def describe(image: Image.Image) -> bytes:
 
 def _check(features: bytes) -> bytes:
   if len(features) < HISTOGRAM_BYTES or (len(features) - HISTOGRAM_BYTES) % KEYPOINT_BYTES:
-    raise ValueError(f"each photo's features must be {HISTOGRAM_BYTES} bytes and keypoints (describe)")
+    raise ValueError(f"each photo's features must be {HISTOGRAM_BYTES} bytes and keypoints "
+                     "(describe)")
   return features
 
 
@@ -193,7 +224,8 @@ class FeatureFile(Sequence[bytes]):
 
   def add(self, features: bytes) -> None:
     if self._file is None:
-      self._file = tempfile.TemporaryFile(prefix="series-keypoints-", buffering=0)  # Unbuffered: see the class.
+      # Unbuffered: see the class.
+      self._file = tempfile.TemporaryFile(prefix="series-keypoints-", buffering=0)
     keypoints = _check(features)[HISTOGRAM_BYTES:]
     if os.pwrite(self._file.fileno(), keypoints, self._size) != len(keypoints):
       raise OSError(f"short write to the temporary file {self._file.name}")
@@ -244,7 +276,8 @@ class FeatureFile(Sequence[bytes]):
 
 
 def _shares(features: Sequence[bytes]) -> npt.NDArray[np.float64]:
-  heads = features.histograms if isinstance(features, FeatureFile) else [_check(f)[:HISTOGRAM_BYTES] for f in features]
+  heads = (features.histograms if isinstance(features, FeatureFile)
+           else [_check(f)[:HISTOGRAM_BYTES] for f in features])
   counts = np.frombuffer(b"".join(heads), dtype="<u2").reshape(
       len(features), BINS).astype(np.float64)
   shares: npt.NDArray[np.float64] = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
@@ -264,14 +297,16 @@ def _keypoints(features: bytes) -> _Keypoints:
   """Where the keypoints are, in px, and their descriptors as four rows of 64-bit words."""
   keypoints = np.frombuffer(features, dtype=_KEYPOINT, offset=HISTOGRAM_BYTES)
   where = np.stack([keypoints["x"], keypoints["y"]], axis=1).astype(np.float32) / np.float32(8)
-  return where, np.ascontiguousarray(np.ascontiguousarray(keypoints["descriptor"]).view(np.uint64).T)
+  return where, np.ascontiguousarray(
+      np.ascontiguousarray(keypoints["descriptor"]).view(np.uint64).T)
 
 
-def _ratio_matches(a: npt.NDArray[np.uint64], b: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.intp], ...]:
+def _ratio_matches(a: npt.NDArray[np.uint64],
+                   b: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.intp], ...]:
   """Keypoints of a whose nearest descriptor of b (Hamming distance) is clearly nearer than
   the second (Lowe's ratio test), and that nearest: indices into a and into b. The distances
-  of all pairs are most of a match's work: numpy's popcount of 64-bit words does them in
-  two thirds of OpenCV's time (its brute-force matcher counts bytes)."""
+  of all pairs are most of a match's work: numpy's popcount of 64-bit words does them faster
+  than OpenCV's brute-force matcher, which counts bytes."""
   distances = np.bitwise_count(np.bitwise_xor.outer(a[0], b[0])).astype(np.uint16)
   for word in range(1, len(a)):
     distances += np.bitwise_count(np.bitwise_xor.outer(a[word], b[word]))
@@ -378,9 +413,14 @@ class MatchRun:
 @dataclasses.dataclass(frozen=True)
 class RunMatcher:
   """`inliers` of each pair of a `MatchRun`, in order: the task of a `PairMap`.
+
   A worker reads the run's features itself (from a `FeatureFile`, through the
   files its process was forked with), so the process that maps sends indices,
-  not keypoints."""
+  not keypoints.
+
+  Attributes:
+    features: every photo's features (`describe`), indexed as a run's `photos`.
+  """
 
   features: Sequence[bytes]
 
@@ -426,7 +466,8 @@ def scored_links(names: Sequence[str], features: Sequence[bytes],
       by_folder[folder(name)].append((where, index))
   shares = _shares(features) if names else np.zeros((0, BINS))
   found: list[tuple[float, int, int]] = []
-  to_match: list[tuple[float, int, int, int]] = []  # By class, then by first photo: neighbours share a run.
+  # By class, then by first photo: neighbours share a run.
+  to_match: list[tuple[float, int, int, int]] = []
   for members in by_folder.values():
     order = np.array([index for _, index in sorted(members)], dtype=np.intp)
     overlaps = [np.minimum(shares[order[:-step]], shares[order[step:]]).sum(axis=1).tolist()
@@ -440,17 +481,37 @@ def scored_links(names: Sequence[str], features: Sequence[bytes],
           found.append((value, min(i, j), max(i, j)))
         elif needed is not None:
           to_match.append((value, min(i, j), max(i, j), needed))
-  counts = (count for run in pair_map(RunMatcher(features), _runs(to_match, window)) for count in run)
-  return found + [(value, i, j) for (value, i, j, needed), count in zip(to_match, counts, strict=True)
+  counts = (count for run in pair_map(RunMatcher(features), _runs(to_match, window))
+            for count in run)
+  return found + [(value, i, j)
+                  for (value, i, j, needed), count in zip(to_match, counts, strict=True)
                   if count >= needed]
 
 
 def groups(names: Sequence[str], features: Sequence[bytes], position: Callable[[str], int | None],
-           folder: Callable[[str], str], rule: Rule = RULE, window: int = WINDOW, most: int = MAX_SERIES,
-           pair_map: PairMap = map) -> list[list[int]]:
-  """The series among `names`: their `scored_links` joined, the closest first, into
-  groups of at most `most` photos (a link that would make a larger one is
-  left out). Only groups of two or more; each sorted, the list by first index."""
+           folder: Callable[[str], str], rule: Rule = RULE, window: int = WINDOW,
+           most: int = MAX_SERIES, pair_map: PairMap = map) -> list[list[int]]:
+  """The series among `names`: their `scored_links` joined, the closest first.
+
+  Args:
+    names: the photos' file names.
+    features: each photo's features (`describe`), in the order of `names`: a
+      sequence of bytes or a `FeatureFile`.
+    position: a name's place in its class's natural order, or None for a photo
+      in no series (`PhotoBuilder._series_order`).
+    folder: a name's class folder: photos of different folders are never
+      compared.
+    rule: when two photos are one series.
+    window: each photo is compared with the next `window` photos of its folder.
+    most: the most photos of a series: a link that would make a larger one is
+      left out.
+    pair_map: maps a `RunMatcher` over the runs of pairs whose keypoints are
+      matched, in order (`map`, or a pool of worker processes).
+
+  Returns:
+    The groups of two or more, as indices into `names`: each sorted, the list
+    by first index.
+  """
   # Closest first; ties by index, so the groups depend on nothing but the photos.
   scored = sorted(scored_links(names, features, position, folder, rule, window, pair_map),
                   key=lambda link: (-link[0], link[1], link[2]))

@@ -37,12 +37,20 @@ def split_of(digest: str) -> str:
 
 
 def group_leader(digests: Iterable[str]) -> str:
-  """The digest whose split a group of near copies takes: the smallest by its
-  last 64 bits. Not simply the smallest digest: `split_of` reads the first 64
-  bits, and the smallest of k digests lands in `train` with probability
-  1 - 0.2**k (every photo of a benchmark corpus of groups of 5 to 22 near
-  copies went to `train`). The last 64 bits are independent of the first, so a
-  group's split is as uniform as one photo's."""
+  """The digest whose split a group of near copies takes: the smallest by its last 64 bits.
+
+  Not simply the smallest digest: `split_of` reads the first 64 bits, and the
+  smallest of k digests lands in `train` with probability 1 - 0.2**k, which
+  would empty `validation` and `test` of a corpus made mostly of copies
+  (docs/data-quality.md#near-copies-share-a-split). The last 64 bits are
+  independent of the first, so a group's split is as uniform as one photo's.
+
+  Args:
+    digests: the SHA-256 hex digests of the group's photos (`content_digest`).
+
+  Returns:
+    The leader's digest, one of `digests`: its `split_of` is the group's split.
+  """
   return min(digests, key=lambda digest: (digest[-16:], digest))
 
 
@@ -72,7 +80,11 @@ class Components:
   """A union-find over `range(count)` whose groups' roots are their smallest
   members. `join` merges many pairs at once (vectorised, for the near copies'
   millions of pairs); `join_in_order` merges one pair at a time, leaving out
-  a pair that would make a group too large (the series)."""
+  a pair that would make a group too large (the series).
+
+  Args:
+    count: how many members, `range(count)`, each a group of its own at first.
+  """
 
   def __init__(self, count: int):
     self._parent = np.arange(count, dtype=np.intp)  # Kept pointing at roots.

@@ -1,1 +1,4 @@
-"""What the read side shares: opening a built config, argument checks, the cache policy, the uint8 layer."""
+"""What the read side shares.
+
+Opening a built config, argument checks, the cache policy, the uint8 layer.
+"""

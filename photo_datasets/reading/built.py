@@ -27,7 +27,7 @@ def open_built(name: str, data_dir: str | os.PathLike[str] | None = None) -> Any
     importlib.import_module(name.split("/")[0].split(":")[0])
   try:
     builder = tfds.builder(name, data_dir=data_dir)
-  except tfds.core.registered.DatasetNotFoundError as e:
+  except tfds.core.DatasetNotFoundError as e:
     raise NotBuiltError(str(e).splitlines()[0]) from None  # TFDS goes on to list every dataset.
   except Exception as e:  # TFDS raises several kinds (unknown config, version).
     raise NotBuiltError(f"cannot open {name}: {e}") from None

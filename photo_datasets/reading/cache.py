@@ -21,16 +21,18 @@ MEMORY_LIMIT_ENV = "PHOTO_DATASETS_MEMORY_CACHE_MB"
 
 
 def check_argument(cache: str | None, *, served: bool) -> None:
-  """`cache` is None, 'memory' or a directory, and not asked of a pipeline `served` by tf.data service."""
+  """`cache` is None, 'memory' or a directory, and not asked of a pipeline
+  `served` by tf.data service."""
   if cache is None:
     return
   if not isinstance(cache, str) or not cache:
     raise ValueError(f"cache must be None, 'memory' or a directory, got {cache!r}.")
   if served:
     raise ValueError(
-        "cache= cannot be used with data_service: every epoch is a new job on the tf.data service workers, "
-        "and the dispatcher hands each record file to whichever worker asks first, so no worker would find "
-        "its cache filled. Add workers instead, or read in-process with cache=.")
+        "cache= cannot be used with data_service: every epoch is a new job on the tf.data "
+        "service workers, and the dispatcher hands each record file to whichever worker asks "
+        "first, so no worker would find its cache filled. Add workers instead, or read "
+        "in-process with cache=.")
 
 
 def memory_limit() -> int:
@@ -54,13 +56,15 @@ def free_memory() -> int:
 
 
 def check_memory(needed: int, what: str, contents: str) -> None:
-  """Refuses a memory cache of `needed` bytes beyond `memory_limit()`, naming `what` is cached and its `contents`."""
+  """Refuses a memory cache of `needed` bytes beyond `memory_limit()`, naming
+  `what` is cached and its `contents`."""
   limit = memory_limit()
   if needed > limit:
     raise ValueError(
-        f"cache='memory' refused: {what} needs about {needed / 2**30:.2f} GiB ({contents}), more than the "
-        f"{limit / 2**30:.2f} GiB allowed (half the {free_memory() / 2**30:.2f} GiB free, or "
-        f"${MEMORY_LIMIT_ENV}). Use cache=DIRECTORY on a local disk, a smaller image_size, or a part of the split.")
+        f"cache='memory' refused: {what} needs about {needed / 2**30:.2f} GiB ({contents}), "
+        f"more than the {limit / 2**30:.2f} GiB allowed (half the "
+        f"{free_memory() / 2**30:.2f} GiB free, or ${MEMORY_LIMIT_ENV}). Use cache=DIRECTORY "
+        "on a local disk, a smaller image_size, or a part of the split.")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -82,8 +86,9 @@ def claim_disk(prefix: str) -> str:
   if tf.io.gfile.exists(lockfile) and tf.io.gfile.exists(owner):
     host, _, pid = tf.io.gfile.GFile(owner).read().partition(":")
     if host != socket.gethostname() or _pid_alive(int(pid)):
-      raise ValueError(f"the disk cache {prefix} is being filled by process {pid} on {host}: wait for it, "
-                       f"or give another cache directory (delete {lockfile} if that process is gone).")
+      raise ValueError(f"the disk cache {prefix} is being filled by process {pid} on {host}: "
+                       f"wait for it, or give another cache directory (delete {lockfile} if "
+                       "that process is gone).")
     for stale in tf.io.gfile.glob(f"{prefix}_0.*"):  # Its lockfile and partial data.
       tf.io.gfile.remove(stale)
   if not tf.io.gfile.exists(f"{prefix}.index"):

@@ -12,8 +12,19 @@ def rescaling_layer(value_range: tuple[float, float] = (0.0, 1.0)) -> keras.laye
   """A Keras layer mapping uint8 pixels 0..255 linearly to `value_range`.
 
   Put it first in the model, so the conversion to float runs on the
-  accelerator: `(0, 1)` for most models, `(-1, 1)` for MobileNet or
-  EfficientNetV2 built with `include_preprocessing=False`.
+  accelerator: the pipeline's batches stay uint8 until they get there.
+
+  Args:
+    value_range: `(low, high)`, the floats that pixel values 0 and 255 become:
+      `(0, 1)` for most models, `(-1, 1)` for MobileNet or EfficientNetV2
+      built with `include_preprocessing=False`.
+
+  Returns:
+    A `keras.layers.Rescaling` layer; it takes any numeric input and gives
+    floats of the model's dtype policy.
+
+  Raises:
+    ValueError: `high` is not above `low`.
   """
   low, high = value_range
   if not high > low:

@@ -59,7 +59,8 @@ def build(name: str, data_dir: PathLike, manual_dir: PathLike | None = None, *,
   builder.download_and_prepare(
       download_dir=None if download_dir is None else os.fspath(download_dir),
       download_config=tfds.download.DownloadConfig(
-          manual_dir=None if manual_dir is None else os.fspath(manual_dir), beam_options=beam_options))
+          manual_dir=None if manual_dir is None else os.fspath(manual_dir),
+          beam_options=beam_options))
   return builder
 
 
@@ -68,9 +69,20 @@ REQUIRE_ENV = "PHOTO_DATASETS_REQUIRE"
 
 
 def missing(prerequisite: str, reason: str) -> NoReturn:
-  """Skips the calling test for want of `prerequisite`, or fails it where the
-  comma-separated `PHOTO_DATASETS_REQUIRE` names it (as `.ci/run` does: CI is
-  meant to have it, and a skip there would hide that it lost it)."""
+  """Skips the calling test for want of `prerequisite`, or fails it where CI requires it.
+
+  The comma-separated `PHOTO_DATASETS_REQUIRE` names the prerequisites that
+  must be there (as `.ci/run` sets it: CI is meant to have them, and a skip
+  there would hide that it lost one); docs/testing.md lists them.
+
+  Args:
+    prerequisite: the prerequisite's name, e.g. "real_photos" or "chromium".
+    reason: what is missing, in words: the skip's or the failure's message.
+
+  Raises:
+    pytest.fail.Exception: `PHOTO_DATASETS_REQUIRE` names `prerequisite`.
+    pytest.skip.Exception: it does not.
+  """
   import pytest  # Only tests call this; the scripts that use this module need no pytest.
   required = {name.strip() for name in os.environ.get(REQUIRE_ENV, "").split(",")}
   if prerequisite in required:
@@ -81,7 +93,8 @@ def missing(prerequisite: str, reason: str) -> NoReturn:
 def read_examples(builder: tfds.core.DatasetBuilder) -> dict[str, dict[str, Any]]:
   """file_name -> every stored example as numpy, with its "split": the image
   still encoded (the stored bytes), text features as `str`."""
-  text = {key for key, feature in builder.info.features.items() if isinstance(feature, tfds.features.Text)}
+  text = {key for key, feature in builder.info.features.items()
+          if isinstance(feature, tfds.features.Text)}
   examples: dict[str, dict[str, Any]] = {}
   for split in builder.info.splits:
     ds = builder.as_dataset(split=split, decoders={"image": tfds.decode.SkipDecoding()})

@@ -35,7 +35,8 @@ def photo(seed: int, size: Size = (160, 120)) -> Image.Image:
   rng = np.random.default_rng(seed)
   width, height = size
   c0, c1 = rng.integers(40, 220, size=(2, 3))
-  t = (np.linspace(0, 1, width)[None, :] * 0.6 + np.linspace(0, 1, height)[:, None] * 0.4)[..., None]
+  t = (np.linspace(0, 1, width)[None, :] * 0.6
+       + np.linspace(0, 1, height)[:, None] * 0.4)[..., None]
   image = Image.fromarray((c0 * (1 - t) + c1 * t).astype(np.uint8))
   draw = ImageDraw.Draw(image)
   cx, cy = width * rng.uniform(0.4, 0.6), height * rng.uniform(0.4, 0.6)
@@ -74,7 +75,8 @@ def exif_rotated_jpeg(raw: Image.Image, orientation: int = 6, **options: Any) ->
 
 def animated_gif(frames: Sequence[Image.Image]) -> bytes:
   """A looping GIF of `frames`; a builder keeps the first one."""
-  return encode(frames[0], "GIF", save_all=True, append_images=list(frames[1:]), duration=100, loop=0)
+  return encode(frames[0], "GIF", save_all=True, append_images=list(frames[1:]), duration=100,
+                loop=0)
 
 
 def two_frame_gif(seed: int, size: Size) -> bytes:
@@ -85,7 +87,8 @@ def rgba_png(seed: int, size: Size) -> bytes:
   """A cut-out dish: opaque in the middle, transparent around it."""
   image = photo(seed, size).convert("RGBA")
   alpha = Image.new("L", size, 0)
-  ImageDraw.Draw(alpha).ellipse([size[0] // 6, size[1] // 6, size[0] * 5 // 6, size[1] * 5 // 6], fill=255)
+  ImageDraw.Draw(alpha).ellipse([size[0] // 6, size[1] // 6, size[0] * 5 // 6, size[1] * 5 // 6],
+                                fill=255)
   image.putalpha(alpha)
   return encode(image, "PNG")
 
@@ -113,7 +116,8 @@ def broken_files(seed: int) -> dict[str, bytes]:
   }
 
 
-# The image formats the corpus holds, as PIL writes them (as the web does): name -> (PIL format, options).
+# The image formats the corpus holds, as PIL writes them (as the web does):
+# name -> (PIL format, options).
 CORPUS_FORMATS: dict[str, tuple[str, dict[str, Any]]] = {
     "jpeg": ("JPEG", {"quality": 90}),
     "progressive_jpeg": ("JPEG", {"quality": 90, "progressive": True}),
@@ -134,7 +138,8 @@ def encoded(image: Image.Image, fmt: str) -> bytes:
 
 
 def with_garbage(data: bytes, offset: int, length: int = 64) -> bytes:
-  """`data` with `length` random bytes (seeded by `offset`) written over it at `offset`: damaged compressed data."""
+  """`data` with `length` random bytes (seeded by `offset`) written over it at
+  `offset`: damaged compressed data."""
   noise = random.Random(offset).randbytes(length)
   return data[:offset] + noise + data[offset + length:]
 
@@ -152,7 +157,8 @@ def halves(left: Colour = RED, right: Colour = BLUE, size: Size = (40, 30)) -> I
   return Image.fromarray(pixels, "RGB")
 
 
-def marked(size: Size, mark: tuple[int, int, int, int], background: Colour, colour: Colour = RED) -> Image.Image:
+def marked(size: Size, mark: tuple[int, int, int, int], background: Colour,
+           colour: Colour = RED) -> Image.Image:
   """A flat `background` with a `colour` rectangle over x0 <= x < x1,
   y0 <= y < y1 (`mark`): where the rectangle lands shows how an image turned."""
   image = Image.new("RGB", size, background)
@@ -161,7 +167,8 @@ def marked(size: Size, mark: tuple[int, int, int, int], background: Colour, colo
   return image
 
 
-def half_transparent_png(hidden: Colour = RED, shown: Colour = BLUE, size: Size = (40, 30)) -> bytes:
+def half_transparent_png(hidden: Colour = RED, shown: Colour = BLUE,
+                         size: Size = (40, 30)) -> bytes:
   """RGBA PNG: left half fully transparent `hidden` (must not show), right half opaque `shown`."""
   width, height = size
   pixels = np.zeros((height, width, 4), np.uint8)
@@ -179,7 +186,8 @@ def deep_png(left: int = 65535, right: int = 32896, size: Size = (40, 30)) -> by
   return encode(Image.fromarray(pixels), "PNG")
 
 
-# Valid photos of the unusual kinds the corpus may hold, and padded JPEGs: kept, as a decoder shows them.
+# Valid photos of the unusual kinds the corpus may hold, and padded JPEGs: kept, as a decoder
+# shows them.
 
 
 def _saved(image: Image.Image, fmt: str, **options: Any) -> bytes:
@@ -192,18 +200,21 @@ def _cut_out(image: Image.Image) -> Image.Image:
   """`image` with an alpha channel: opaque inside an ellipse, half transparent around it."""
   alpha = Image.new("L", image.size, 96)
   width, height = image.size
-  ImageDraw.Draw(alpha).ellipse([width // 6, height // 6, width * 5 // 6, height * 5 // 6], fill=255)
+  ImageDraw.Draw(alpha).ellipse([width // 6, height // 6, width * 5 // 6, height * 5 // 6],
+                                fill=255)
   image = image.copy()
   image.putalpha(alpha)
   return image
 
 
 def _on_white(image: Image.Image) -> Image.Image:
-  return Image.alpha_composite(Image.new("RGBA", image.size, WHITE + (255,)), image.convert("RGBA")).convert("RGB")
+  return Image.alpha_composite(Image.new("RGBA", image.size, WHITE + (255,)),
+                               image.convert("RGBA")).convert("RGB")
 
 
 def jpeg_forms(picture: Image.Image) -> dict[str, bytes]:
-  """`picture` as each form of JPEG: baseline, progressive, with restart markers, greyscale, CMYK."""
+  """`picture` as each form of JPEG: baseline, progressive, with restart markers, greyscale,
+  CMYK."""
   return {
       "baseline_jpeg": _saved(picture, "JPEG", quality=90),
       "progressive_jpeg": _saved(picture, "JPEG", quality=90, progressive=True),
@@ -214,9 +225,20 @@ def jpeg_forms(picture: Image.Image) -> dict[str, bytes]:
 
 
 def unusual_photos(picture: Image.Image) -> dict[str, tuple[bytes, Image.Image]]:
-  """Valid files of every unusual kind, made from the RGB `picture`: kind ->
-  (the file, the upright RGB image a viewer shows: the first frame, any alpha
-  over white)."""
+  """Valid files of every unusual kind the corpus may hold, made from one picture.
+
+  The kinds: the forms of `jpeg_forms`, a JPEG with an ICC profile, an
+  EXIF-rotated JPEG, an MPO, a 16-bit PNG, a greyscale PNG with alpha, a
+  lossless WebP with alpha and an animated GIF. A builder must keep each one,
+  stored as a viewer shows it.
+
+  Args:
+    picture: an RGB image.
+
+  Returns:
+    kind -> (the file's bytes, the upright RGB image a viewer shows: the first
+    frame, any alpha over white).
+  """
   grey = picture.convert("L")
   deep = Image.fromarray(np.asarray(grey, np.uint16) * 257)  # 16 bits, the same greys.
   icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
@@ -228,19 +250,21 @@ def unusual_photos(picture: Image.Image) -> dict[str, tuple[bytes, Image.Image]]
   shown["cmyk_jpeg"] = (shown["cmyk_jpeg"][0], picture.convert("CMYK").convert("RGB"))
   return shown | {
       "icc_profile_jpeg": (_saved(picture, "JPEG", quality=90, icc_profile=icc), picture),
-      "exif_rotated_jpeg": (exif_rotated_jpeg(picture.transpose(Image.Transpose.ROTATE_90), 6, quality=90),
-                            picture),
+      "exif_rotated_jpeg": (
+          exif_rotated_jpeg(picture.transpose(Image.Transpose.ROTATE_90), 6, quality=90), picture),
       "mpo": (_saved(picture, "MPO", quality=90, save_all=True, append_images=[flipped]), picture),
       "png_16_bit": (_saved(deep, "PNG"), grey.convert("RGB")),
       "grey_alpha_png": (_saved(grey_alpha, "PNG"), _on_white(grey_alpha)),
       "lossless_webp_alpha": (_saved(rgb_alpha, "WEBP", lossless=True), _on_white(rgb_alpha)),
-      "animated_gif": (_saved(frames[0], "GIF", save_all=True, append_images=frames[1:], duration=100, loop=0),
+      "animated_gif": (_saved(frames[0], "GIF", save_all=True, append_images=frames[1:],
+                              duration=100, loop=0),
                        frames[0].convert("RGB")),
   }
 
 
 def _marker_at(data: bytes, code: int) -> int:
-  """The offset of the first `code` marker of a JPEG's first image (not one inside its EXIF thumbnail)."""
+  """The offset of the first `code` marker of a JPEG's first image (not one inside its EXIF
+  thumbnail)."""
   return next(stop for marker, _, stop, _ in jpeg_marker_gaps(data) if marker == code)
 
 

@@ -38,7 +38,8 @@ class LoopbackService:
     return f"grpc://localhost:{self.dispatcher_port}"
 
   def start(self, workers: int, *dispatcher_args: str) -> None:
-    """Starts the dispatcher and `workers` workers at once; returns when each says where it listens."""
+    """Starts the dispatcher and `workers` workers at once; returns when each says where it
+    listens."""
     started = [self._popen("dispatcher", "--port", str(self.dispatcher_port), *dispatcher_args)]
     for _ in range(workers):
       started.append(self._popen("worker", "--dispatcher", f"localhost:{self.dispatcher_port}",
@@ -48,11 +49,13 @@ class LoopbackService:
       ready, _, _ = select.select([process.stdout], [], [], STARTUP_S)
       line = process.stdout.readline() if ready else ""
       if "listening on" not in line:
-        raise RuntimeError(f"{process.args!r} did not start: {line!r}, see the logs in {self.log_dir}")
+        raise RuntimeError(f"{process.args!r} did not start: {line!r}, "
+                           f"see the logs in {self.log_dir}")
       self.said.append(line)
 
   def _popen(self, *args: str) -> subprocess.Popen[str]:
-    log = open(self.log_dir / f"server_{len(self.processes)}.log", "w")  # noqa: SIM115  (the process owns it)
+    # The process owns the log file.
+    log = open(self.log_dir / f"server_{len(self.processes)}.log", "w")  # noqa: SIM115
     process = subprocess.Popen(
         [sys.executable, "-m", "photo_datasets.data_service", *args], text=True,
         stdout=subprocess.PIPE, stderr=log, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
@@ -67,7 +70,8 @@ class LoopbackService:
 
 
 @contextlib.contextmanager
-def running(log_dir: pathlib.Path, workers: int = 2, *dispatcher_args: str) -> Iterator[LoopbackService]:
+def running(log_dir: pathlib.Path, workers: int = 2,
+            *dispatcher_args: str) -> Iterator[LoopbackService]:
   """A started `LoopbackService`, stopped on leaving."""
   service = LoopbackService(log_dir)
   try:

@@ -20,7 +20,8 @@ from photo_datasets.testing.images import PathLike
 from photo_datasets.testing.trees import DATE_TIME
 
 
-def _copy_data(src: str, offset: int, size: int, dst: io.BufferedRandom | io.BufferedWriter, at: int) -> None:
+def _copy_data(src: str, offset: int, size: int, dst: io.BufferedRandom | io.BufferedWriter,
+               at: int) -> None:
   """Copies bytes [offset, offset + size) of `src` to `dst` at `at`, skipping
   the holes of a sparse file (they stay holes)."""
   with open(src, "rb") as f:
@@ -43,7 +44,8 @@ def _copy_data(src: str, offset: int, size: int, dst: io.BufferedRandom | io.Buf
     dst.truncate(at + size)
 
 
-def write_pieces(src: PathLike, folder: PathLike, piece_size: int, name: str = "kfood.zip") -> list[pathlib.Path]:
+def write_pieces(src: PathLike, folder: PathLike, piece_size: int,
+                 name: str = "kfood.zip") -> list[pathlib.Path]:
   """`src` in pieces of `piece_size` bytes named by their starting offset, as
   AIHub sends them (`kfood.zip.part0`, `kfood.zip.part1073741824`, ...)."""
   folder = pathlib.Path(folder)
@@ -92,7 +94,8 @@ def _zeros_crc(size: int) -> int:
   return crc
 
 
-def sparse_zip64(path: PathLike, padding: int, members: Mapping[str, bytes], *, piece: int = 64 << 20) -> None:
+def sparse_zip64(path: PathLike, padding: int, members: Mapping[str, bytes], *,
+                 piece: int = 64 << 20) -> None:
   """A ZIP64 zip that starts with `padding` zero bytes, left as holes, in
   members `padding/NNNNN.bin` of `piece` bytes (a local header every `piece`
   bytes, as a real archive has them throughout), then `members` (stored) at
@@ -111,15 +114,17 @@ def sparse_zip64(path: PathLike, padding: int, members: Mapping[str, bytes], *, 
     directory = b""
     for name, crc, size, offset in entries:
       extra = struct.pack("<2HQ", 1, 8, offset) if offset >= 0xFFFFFFFF else b""
-      directory += central.pack(b"PK\x01\x02", 45, 45, 0, 0, 0, 0x21, crc, size, size, len(name), len(extra),
-                                0, 0, 0, 0o644 << 16, min(offset, 0xFFFFFFFF)) + name + extra
+      directory += central.pack(b"PK\x01\x02", 45, 45, 0, 0, 0, 0x21, crc, size, size, len(name),
+                                len(extra), 0, 0, 0, 0o644 << 16,
+                                min(offset, 0xFFFFFFFF)) + name + extra
     record = at + len(directory)
     f.seek(at)
     f.write(directory
             + struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, len(entries), len(entries),
                           len(directory), at)
             + struct.pack("<4sLQL", b"PK\x06\x07", 0, record, 1)
-            + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0))
+            + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF,
+                          0xFFFFFFFF, 0xFFFFFFFF, 0))
   with zipfile.ZipFile(path, "a") as zf:
     for member, data in members.items():
       info = zipfile.ZipInfo(member, DATE_TIME)

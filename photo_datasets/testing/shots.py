@@ -25,8 +25,19 @@ KINDS = ("closer", "angle", "brightness", "white balance", "gamma", "jpeg", "tog
 
 
 def held_out(name: str) -> bool:
-  """Whether the cases made of photo `name` are held out: the rule's parameters were chosen on
-  the others (benchmarks/series_tuning.py --second_shots), so these measure it."""
+  """Whether the cases made of a photo are held out from the series rule's tuning.
+
+  The rule's parameters were chosen on the other photos' cases
+  (`benchmarks/series_tuning.py --second_shots`), so the held-out ones measure
+  it (docs/splits.md, "Second shots as people take them"). About half the
+  photos are held out, fixed by the name.
+
+  Args:
+    name: the photo's file name, as `second_shot` takes it.
+
+  Returns:
+    True for a held-out photo.
+  """
   return hashlib.sha256(name.encode()).digest()[0] % 2 == 1
 
 

@@ -27,7 +27,8 @@ JUNK = {
 
 def properties(lines: Iterable[str], newline: str = "\r\n", bom: bool = False) -> bytes:
   """A crop_area.properties file from its lines."""
-  return ("\ufeff" if bom else "").encode() + "".join(line + newline for line in lines).encode("utf-8")
+  return (("\ufeff" if bom else "").encode()
+          + "".join(line + newline for line in lines).encode("utf-8"))
 
 
 class _RawNameInfo(zipfile.ZipInfo):
@@ -98,11 +99,13 @@ GROUP_ENCODINGS = {"구이": "utf-8-flag", "찌개": "utf-8", "밥": "cp949"}
 def layouts(groups: Mapping[str, Mapping[str, bytes]]) -> dict[str, dict[str, bytes]]:
   """The same Korean food corpus (group -> {member name -> bytes}) in every
   form a user may hold it: form -> {path in the manual dir -> bytes}."""
-  inner = {f"{g}.zip": zip_bytes(members, GROUP_ENCODINGS.get(g, "utf-8-flag")) for g, members in groups.items()}
+  inner = {f"{g}.zip": zip_bytes(members, GROUP_ENCODINGS.get(g, "utf-8-flag"))
+           for g, members in groups.items()}
   every = {name: data for members in groups.values() for name, data in members.items()}
   return {
       "kfood_zip": {"kfood.zip": zip_bytes(inner, "utf-8", dirs=False)},
-      "kfood_zip_deflated": {"kfood.zip": zip_bytes(inner, compression=zipfile.ZIP_DEFLATED)},  # re-zipped
+      # Re-zipped.
+      "kfood_zip_deflated": {"kfood.zip": zip_bytes(inner, compression=zipfile.ZIP_DEFLATED)},
       "group_zips": inner,
       "zip_in_folder": {f"downloads/aihub/{name}": data for name, data in inner.items()},
       "tree": {f"kfood/{name}": data for name, data in every.items()},
@@ -111,7 +114,8 @@ def layouts(groups: Mapping[str, Mapping[str, bytes]]) -> dict[str, dict[str, by
   }
 
 
-def write_layouts(root: pathlib.Path, groups: Mapping[str, Mapping[str, bytes]]) -> dict[str, pathlib.Path]:
+def write_layouts(root: pathlib.Path,
+                  groups: Mapping[str, Mapping[str, bytes]]) -> dict[str, pathlib.Path]:
   """Writes every form of `layouts` into its own folder; form -> that folder."""
   forms = layouts(groups)
   for form, files in forms.items():
