@@ -8,6 +8,7 @@ import hashlib
 import pathlib
 import random
 
+import numpy as np
 import pytest
 
 import flowers_dataset
@@ -92,3 +93,48 @@ def test_a_group_of_near_copies_is_split_as_evenly_as_single_photos():
 def test_the_group_leader_does_not_depend_on_order():
   group = [splits.content_digest(bytes([i])) for i in range(6)]
   assert splits.group_leader(group) == splits.group_leader(reversed(group)) in group
+
+
+def _closure(count: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
+  """Groups by walking the pairs as a graph: what the union-find must agree with."""
+  neighbours = collections.defaultdict(set)
+  for i, j in pairs:
+    neighbours[i].add(j)
+    neighbours[j].add(i)
+  seen: set[int] = set()
+  found = []
+  for start in range(count):
+    if start in seen:
+      continue
+    group, todo = set(), [start]
+    while todo:
+      if (node := todo.pop()) not in group:
+        group.add(node)
+        todo += neighbours[node]
+    seen |= group
+    if len(group) > 1:
+      found.append(sorted(group))
+  return sorted(found)
+
+
+def test_components_are_the_groups_the_pairs_join():
+  rng = random.Random(0)
+  for _ in range(300):
+    count = rng.randint(0, 60)
+    pairs = [(rng.randrange(count), rng.randrange(count))
+             for _ in range(rng.randint(0, 80))] if count else []
+    assert splits.components(count, pairs) == _closure(count, pairs)
+    # Joined in parts, as the near copies are: the same groups.
+    joined = splits.Components(count)
+    for start in range(0, len(pairs), 7):
+      joined.join(np.array(pairs[start:start + 7], dtype=np.intp).reshape(-1, 2))
+    assert joined.groups() == _closure(count, pairs)
+
+
+def test_a_capped_join_takes_the_pairs_in_order_and_counts_earlier_joins():
+  assert splits.components(4, [(0, 1), (1, 2), (2, 3)], most=2) == [[0, 1], [2, 3]]
+  assert splits.components(4, [(2, 3), (1, 2), (0, 1)], most=3) == [[1, 2, 3]]
+  joined = splits.Components(6)
+  joined.join(np.array([[0, 1], [1, 2]], dtype=np.intp))
+  joined.join_in_order([(2, 3), (4, 5)], most=3)
+  assert joined.groups() == [[0, 1, 2], [4, 5]]

@@ -106,7 +106,7 @@ class Components:
     """Merges the groups of each pair in turn, unless the merged group would
     hold more than `most` members."""
     parent = self._parent.tolist()
-    size = [1] * len(parent)
+    size = np.bincount(self._parent, minlength=len(parent)).tolist()  # At each root.
 
     def root(i: int) -> int:
       while parent[i] != i:
