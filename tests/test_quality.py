@@ -116,8 +116,7 @@ def test_a_greyscale_converted_colour_photo_is_grayscale():
   assert "grayscale" not in _pixel_flags(_jpeg(colour))
 
 
-def test_a_grey_photo_with_a_small_colour_mark_is_still_grayscale_a_colour_subject_on_black_is_not(
-):
+def test_a_grey_photo_with_a_colour_mark_is_grayscale_a_colour_subject_on_black_is_not():
   grey = _daisy().convert("L").convert("RGB")
   grey.paste((255, 0, 0), (0, 0, 10, 10))  # Under 1 % of the pixels.
   assert "grayscale" in _pixel_flags(_jpeg(grey))
@@ -216,8 +215,7 @@ def _counts(folder: pathlib.Path) -> tuple[dict[str, list[str]], list[tuple[str,
   return dict(marked), pixels
 
 
-def test_on_the_100_real_flowers_only_a_black_and_white_daisy_and_a_sunflower_on_black_are_flagged(
-):
+def test_of_the_100_real_flowers_only_a_grey_daisy_and_a_sunflower_on_black_are_flagged():
   marked, pixels = _counts(FLOWERS)
   assert len(pixels) == 100
   # A black-and-white photo stored RGB, and a photo that is most of it black.
