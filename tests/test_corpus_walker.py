@@ -157,7 +157,8 @@ def test_a_build_walks_the_manual_dir_once(tmp_path, monkeypatch):
   from korean_food import download, listing
   from photo_datasets.catalog.build_report import BuildReport
 
-  inner = testing.zip_bytes({GALBI: b"x", "찌개/김치찌개/Img_119_0000.jpg": b"y"}, "utf-8-flag")
+  inner = testing.zip_bytes({GALBI: b"x", "찌개/김치찌개/Img_119_0000.jpg": b"y"},
+                            "utf-8-flag")
   (tmp_path / "a" / "b").mkdir(parents=True)
   (tmp_path / "a" / "b" / "kfood.zip").write_bytes(inner)
   (tmp_path / "구이" / "갈치구이").mkdir(parents=True)

@@ -220,8 +220,8 @@ def test_exif_rotated_photo_upright_with_swapped_size_and_mapped_bbox(quirks):
   pixels = decode(example["image"]).astype(int)
   assert pixels.shape == (120, 80, 3)  # stored 120 wide, 80 high
   assert example["has_bbox"]
-  np.testing.assert_allclose(example["bbox"], EXPECTED_BOXES["구이/갈비구이/Img_000_0006.jpg"],
-                             atol=1e-6)
+  np.testing.assert_allclose(example["bbox"],
+                             EXPECTED_BOXES["구이/갈비구이/Img_000_0006.jpg"], atol=1e-6)
   ymin, xmin, ymax, xmax = example["bbox"]
   inside = pixels[round(ymin * 120) + 3:round(ymax * 120) - 3,
                   round(xmin * 80) + 3:round(xmax * 80) - 3]

@@ -20,8 +20,8 @@ from photo_datasets.testing import build, read_examples
 pytestmark = pytest.mark.real_photos
 
 REAL_LABELS = {"갈비구이": 0, "갈치구이": 1, "김치찌개": 119, "동태찌개": 121, "순두부찌개": 123}
-REAL_GROUPS = {"갈비구이": "구이", "갈치구이": "구이", "김치찌개": "찌개", "동태찌개": "찌개",
-               "순두부찌개": "찌개"}
+REAL_GROUPS = {"갈비구이": "구이", "갈치구이": "구이", "김치찌개": "찌개",
+               "동태찌개": "찌개", "순두부찌개": "찌개"}
 PNG_AS_JPG = "찌개/김치찌개/Img_119_0001.jpg"
 
 

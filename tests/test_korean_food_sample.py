@@ -94,8 +94,8 @@ def test_sample_examples_have_nfc_names_and_right_labels(sample):
   for name, example in examples.items():
     by_class.setdefault(name.rsplit("/", 1)[0], set()).add(int(example["label"]))
     assert decode(example["image"]).ndim == 3
-  assert by_class == {"구이/갈비구이": {0}, "구이/갈치구이": {1}, "찌개/김치찌개": {119},
-                      "밥/비빔밥": {72}}
+  assert by_class == {"구이/갈비구이": {0}, "구이/갈치구이": {1},
+                      "찌개/김치찌개": {119}, "밥/비빔밥": {72}}
   rotated = examples["구이/갈비구이/Img_000_0010.jpg"]
   assert decode(rotated["image"]).shape == (160, 96, 3)  # stored 160x96, EXIF orientation 6
   assert rotated["has_bbox"]
