@@ -187,19 +187,10 @@ def is_tar(name: str) -> bool:
   return name.lower().endswith(".tar")
 
 
-def find(root: str | os.PathLike[str]) -> list[Archive]:
-  """Every zip under `root` held as pieces, in a tar or joined in name order,
-  checked (`locate`'s archives). A second copy of one zip (a tar and its
-  untarred pieces) gets no extents, and a note.
-
-  Raises:
-    DownloadError: the download is incomplete.
-  """
-  return list(locate(root).archives)
-
-
 def _archives(folders: Iterable[Folder]) -> list[Archive]:
-  """`find` over the folders of a walk."""
+  """Every zip in `folders` held as pieces, in a tar or joined in name order,
+  checked; raises `DownloadError` for an incomplete download. A second copy
+  of one zip (a tar and its untarred pieces) gets no extents, and a note."""
   plain: dict[tuple[str, int], str] = {}  # (name, size) -> a zip on disk that reads in place.
   archives: list[Archive] = []  # Joined out of order, then pieces on disk, then in tars.
   from_pieces: list[Archive] = []

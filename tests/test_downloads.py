@@ -150,7 +150,7 @@ def test_download_tar_read_at_its_members_offsets(source, expected, tmp_path):
 def test_a_tar_and_its_untarred_pieces_are_read_once(source, expected, tmp_path):
   written = pieces(source, tmp_path / "21.한국음식")
   testing.write_tar(written, tmp_path / "download.tar", "21.한국음식")
-  archives = download.find(tmp_path)
+  archives = download.locate(tmp_path).archives
   assert [bool(a.extents) for a in archives] == [True, False]
   assert "holds the same kfood.zip" in archives[1].note
   assert walked(tmp_path) == expected[source]
@@ -163,7 +163,7 @@ def test_a_name_order_join_is_read_in_order_with_a_warning(source, expected, tmp
   testing.join_in_name_order(written, manual / "kfood.zip")
   with pytest.raises(zipfile.BadZipFile):
     zipfile.ZipFile(manual / "kfood.zip")  # What other tools see.
-  (archive,) = download.find(manual)
+  (archive,) = download.locate(manual).archives
   assert "joined in name order" in archive.note
   assert f"python -m korean_food repair {manual / 'kfood.zip'}" in archive.note
   assert pieced.runs(archive.extents) == pieced.runs(_true_places(written, manual / "kfood.zip"))
@@ -190,7 +190,7 @@ def test_the_piece_size_of_a_name_order_join_is_worked_out(zip64, expected, tmp_
   joined = tmp_path / "manual" / "kfood.zip"
   joined.parent.mkdir()
   testing.join_in_name_order(written, joined)
-  (archive,) = download.find(joined.parent)
+  (archive,) = download.locate(joined.parent).archives
   assert pieced.runs(archive.extents) == pieced.runs(_true_places(written, joined))
   assert walked(joined.parent) == expected[zip64]
 
@@ -231,7 +231,7 @@ def test_a_cut_kfood_zip_is_refused_naming_the_group_zips_that_arrived(source, t
    else _sparse_copy(source.zip, tmp_path))
   os.truncate(tmp_path / "kfood.zip", cut)
   with pytest.raises(download.DownloadError) as error:
-    download.find(tmp_path)
+    download.locate(tmp_path)
   _assert_cut(error, cut, whole)
 
 
@@ -248,13 +248,13 @@ def test_cut_pieces_and_a_cut_tar_are_refused(source, tmp_path):
       shutil.move(piece, tmp_path / "cut" / piece.name)
   os.truncate(tmp_path / "cut" / last.name, cut - _offset(last))
   with pytest.raises(download.DownloadError) as error:
-    download.find(tmp_path / "cut")
+    download.locate(tmp_path / "cut")
   _assert_cut(error, cut, whole)
   with tarfile.open(tar, "r:") as opened:
     data_start = next(m.offset_data for m in opened if m.name.endswith(last.name))
   os.truncate(tar, data_start + cut - _offset(last))
   with pytest.raises(download.DownloadError) as error:
-    download.find(tar.parent)
+    download.locate(tar.parent)
   message = str(error.value)
   ends = data_start + cut - _offset(last)
   assert f"{tar} is cut: it ends at byte {ends:,}, in its member 21.한국음식/{last.name}" in message
@@ -277,7 +277,7 @@ def test_a_cut_tar_is_named_as_cut_whatever_its_members_order(realistic, tmp_pat
     data_start = next(m.offset_data for m in opened if m.name.endswith("/" + stop.name))
   os.truncate(tar, data_start + 1000)
   with pytest.raises(download.DownloadError) as error:
-    download.find(tar.parent)
+    download.locate(tar.parent)
   message = str(error.value)
   assert (f"{tar} is cut: it ends at byte {data_start + 1000:,}, in its member "
           f"21.한국음식/{stop.name} (1,000 of its {stop.stat().st_size:,} bytes)") in message
@@ -298,7 +298,7 @@ def test_a_tar_cut_in_a_header_is_named_as_cut(realistic, tmp_path):
   with pytest.raises(download.DownloadError,
                      match=rf"is cut: it ends at byte {header + 100:,}, in the header "
                            rf"after 21.한국음식/{written[2].name}"):
-    download.find(tar.parent)
+    download.locate(tar.parent)
 
 
 # A join in name order of pieces of any size, 1 MiB and smaller included: found from the bytes,
@@ -310,7 +310,7 @@ def test_a_name_order_join_of_small_pieces_is_found_and_named_as_it_arrived(
   joined = tmp_path / "manual" / "kfood.zip"
   joined.parent.mkdir()
   testing.join_in_name_order(written, joined)
-  (archive,) = download.find(joined.parent)
+  (archive,) = download.locate(joined.parent).archives
   assert pieced.runs(archive.extents) == pieced.runs(_true_places(written, joined))
   assert (f"is the download's {len(written)} pieces of {pieced.size_in_words(piece_size)} "
           f"joined in name order" in archive.note)
@@ -345,7 +345,7 @@ def test_a_name_order_join_whose_last_piece_stays_last_is_found(tmp_path):
   joined = tmp_path / "manual" / "kfood.zip"
   joined.parent.mkdir()
   testing.join_in_name_order(written, joined)
-  (archive,) = download.find(joined.parent)
+  (archive,) = download.locate(joined.parent).archives
   assert pieced.runs(archive.extents) == pieced.runs(_true_places(written, joined))
   assert f"14 pieces of {pieced.size_in_words(piece_size)} joined in name order" in archive.note
   assert walked(joined.parent) == walked(whole.parent) and len(walked(whole.parent)) == len(photos)
@@ -372,7 +372,7 @@ def test_a_missing_piece_is_named_with_its_byte_range(source, tmp_path, form):
     root.mkdir()
     testing.write_tar([p for p in written if p != gone], root / "download.tar", "21.한국음식")
   with pytest.raises(download.DownloadError) as error:
-    download.find(root)
+    download.locate(root)
   message = str(error.value)
   assert (f"kfood.zip.part{offset} (bytes {offset:,}–{offset + source.piece_size - 1:,}) "
           f"is missing" in message)
@@ -385,7 +385,7 @@ def test_a_short_piece_is_named_with_its_byte_range(source, tmp_path):
   offset = _offset(short)
   os.truncate(short, 1000)
   with pytest.raises(download.DownloadError) as error:
-    download.find(tmp_path)
+    download.locate(tmp_path)
   message = str(error.value)
   assert (f"{short} is short: 1,000 of its {source.piece_size:,} bytes "
           f"(bytes {offset:,}–{offset + source.piece_size - 1:,})") in message
@@ -397,7 +397,7 @@ def test_a_cut_group_zip_is_still_skipped_not_refused(tmp_path):
   group zip is skipped and reported, as before."""
   cut = testing.zip_bytes({"국/미역국/Img_017_0000.jpg": testing.jpeg(1, (64, 48))})[:-30]
   (tmp_path / "국.zip").write_bytes(cut)
-  assert download.find(tmp_path) == []
+  assert download.locate(tmp_path).archives == ()
   assert [file.bad_archive for file, _ in corpus.walk(tmp_path)] == [True]
 
 
@@ -473,7 +473,7 @@ def test_an_empty_or_folders_only_zip_beside_kfood_zip_is_skipped_and_reported(t
   shutil.copyfile(SAMPLE_ZIP, tmp_path / "kfood.zip")
   zipfile.ZipFile(tmp_path / "empty.zip", "w").close()  # The end record alone.
   (tmp_path / "folders.zip").write_bytes(testing.zip_bytes({"구이/갈비구이/": b""}))
-  assert download.find(tmp_path) == []  # No traceback: both read in place, as zips.
+  assert download.locate(tmp_path).archives == ()  # No traceback: both read in place, as zips.
   skips = _skips(tmp_path)
   no_files = "a zip archive that holds no files (empty, or folders only)"
   assert skips["empty.zip"] == skips["folders.zip"] == no_files
@@ -508,7 +508,8 @@ def test_zip64_end_records_are_found_whatever_the_classic_fields_hold(tmp_path):
   expected = walked(kfood.parent)
   assert len(expected) > 20
   testing.write_pieces(kfood, tmp_path / "pieces" / "21.한국음식", 1 << 30)
-  assert len(download.find(tmp_path / "pieces")) == 1  # Checked through its pieces, and whole.
+  # Checked through its pieces, and whole.
+  assert len(download.locate(tmp_path / "pieces").archives) == 1
   assert walked(tmp_path / "pieces") == expected
 
 
@@ -556,7 +557,7 @@ def test_a_zip64_extra_field_longer_than_its_bytes_costs_its_member_only(tmp_pat
   (tmp_path / "cut").mkdir()
   (tmp_path / "cut" / "kfood.zip").write_bytes(kfood[:len(kfood) - 200])
   with pytest.raises(download.DownloadError, match="the transfer was cut"):  # Not a struct.error.
-    download.find(tmp_path / "cut")
+    download.locate(tmp_path / "cut")
 
 
 def _with_declared_size(data: bytes, name: str, size: int) -> bytes:
@@ -642,7 +643,7 @@ def test_a_damaged_tar_header_is_named_and_the_members_after_it_found(tmp_path):
       f"an unreadable header at byte {at:,}, after its member 21.한국음식/{written[2].name} "
       f"(bad checksum); its members are read again")
   with pytest.raises(download.DownloadError) as error:
-    download.find(tar.parent)
+    download.locate(tar.parent)
   message = str(error.value)
   assert f"{tar} is damaged: an unreadable header at byte {at:,}" in message
   assert f"{written[3].name} (bytes" in message and "is missing" in message
@@ -661,7 +662,7 @@ def test_a_damaged_tar_header_is_read_past_in_a_chunks_memory(tmp_path):
 def test_a_damaged_header_that_loses_no_piece_is_a_warning(tmp_path):
   tar, written = _small_tar(tmp_path, directory=True)
   at = _damage_header(tar, 0)  # The folder's entry.
-  (archive,) = download.find(tar.parent)
+  (archive,) = download.locate(tar.parent).archives
   assert f"{tar} has an unreadable header at byte {at:,}, before its first member" in archive.note
   assert "Every piece of kfood.zip was found all the same" in archive.note
   assert walked(tar.parent) == walked(SAMPLE_ZIP.parent)
