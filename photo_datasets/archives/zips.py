@@ -62,9 +62,10 @@ _FULL = 0xFFFFFFFF  # A 32-bit field whose value is in the ZIP64 extra field.
 # a worker's memory.
 MAX_MEMBER_SIZE = 512 << 20
 # What `zipfile` raises for a damaged zip or entry (a name that is no UTF-8
-# under the UTF-8 flag is a ValueError; an unknown version, NotImplementedError).
-ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, OSError,
-              ValueError, struct.error, zlib.error)
+# under the UTF-8 flag is a ValueError; an unknown version, NotImplementedError;
+# an entry flagged encrypted, opened without a password, RuntimeError).
+ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError,
+              EOFError, OSError, ValueError, struct.error, zlib.error)
 
 Decode = Callable[[bytes], str]
 File = IO[bytes] | ReadOnlyView  # A file on disk, a member's window, or pieces.
@@ -336,7 +337,9 @@ def open_zip(f: File, size: int,
   flag); such a zip is read through a directory of the entries `zipfile`
   takes, each tried by `zipfile` itself, and the others are left out. Where
   the entries stop chaining, the next is found by its signature, and what lay
-  between is left out under the name "" (the zip itself).
+  between is left out under the name "" (the zip itself); so too where
+  `zipfile` takes a directory whose entries do not chain to its end (it
+  would read the entries a damaged length runs over as that entry's bytes).
 
   Args:
     f: the zip's bytes: a file on disk, a member's `Window`, or pieces.
@@ -355,9 +358,15 @@ def open_zip(f: File, size: int,
       and read_at(f, found.end - found.size, 4) != _CENTRAL_SIGNATURE):
     return "its end record does not lead to its central directory"
   try:
-    return zipfile.ZipFile(f), []
+    whole = zipfile.ZipFile(f)
   except ZIP_ERRORS as e:
     problem = str(e) or type(e).__name__
+  else:
+    unchained = None if isinstance(found, str) else _unchained(f, found)
+    if unchained is None:
+      return whole, []
+    whole.close()  # Not `f`: a `ZipFile` handed a file leaves it open.
+    problem = unchained
   if isinstance(found, str) or found.offset + found.size != found.end:
     return problem
   directory = read_at(f, found.offset, found.size)
@@ -386,6 +395,18 @@ def open_zip(f: File, size: int,
     return zipfile.ZipFile(mended), left_out
   except ZIP_ERRORS:
     return problem
+
+
+def _unchained(f: Seekable, found: _Directory) -> str | None:
+  """Why the directory `zipfile` read does not chain entry by entry to its
+  end, or None. `zipfile` stops at the entry whose lengths reach the end, and
+  takes the entries after it for that entry's name, extra field or comment: a
+  damaged length loses them without a word."""
+  directory = read_at(f, found.end - found.size, found.size)
+  entries = list(_entries(directory))
+  if (entries[-1][1] if entries else 0) == len(directory):
+    return None
+  return f"its central directory is damaged after {len(entries)} entries"
 
 
 def _refusal(entry: bytes) -> str | None:
