@@ -1,15 +1,20 @@
-"""Checks a built config against its fingerprint.
+"""Checks that TFDS reads a copy of a built config as it was built: its fingerprint.
 
   python -m photo_datasets.verify NAME [--data_dir DIR] [--fingerprint SHA256]
   python -m photo_datasets.verify FOLDER [--fingerprint SHA256]
 
-reads every record file and `features.json` of the config (`korean_food/224`
+makes the config's fingerprint again from what the copy says (`korean_food/224`
 in `--data_dir`, or the config's own folder, the one holding its
-`dataset_info.json`, wherever a copy lies) and compares their SHA-256 with
-those its build kept (`catalog.fingerprint`). It prints the fingerprint and
-exits 0 when the copy is intact and, with `--fingerprint`, is the build that
-fingerprint names (a colleague's, say); otherwise it names each file that
-differs and exits 1.
+`dataset_info.json`, wherever a copy lies): its `dataset_info.json` as TFDS
+reads it (the splits, their shard lengths and record files, and the fields
+that change what a reader gets), and the SHA-256 of every record file and
+features file it reads (`catalog.fingerprint`). It compares them with the
+record its build kept in `metadata.json` and, with `--fingerprint`, with the
+fingerprint given (a colleague's, say). It prints the fingerprint and exits 0
+when the copy is intact and is that build; otherwise it names each file and
+field that differs and exits 1. A copy without `metadata.json` (all that
+`tfds.load` needs is there without it) can only be checked against
+`--fingerprint`.
 """
 
 from __future__ import annotations
@@ -21,23 +26,39 @@ import re
 import sys
 from typing import Any
 
+INFO_FILE = "dataset_info.json"
+METADATA_FILE = "metadata.json"
 
-def _metadata(name: str, data_dir: str | None) -> tuple[str, dict[str, Any]]:
-  """The config's folder and its `info.metadata`."""
+
+def _folder_metadata(folder: str) -> dict[str, Any] | None:
+  """The `metadata.json` in a built config's folder (a local path or a bucket's), read as
+  JSON; None where it has none."""
+  from etils import epath
+
+  path = epath.Path(folder) / METADATA_FILE
+  if not path.exists() and (epath.Path(folder) / INFO_FILE).exists():
+    return None
+  try:
+    metadata = json.loads(path.read_text(encoding="utf-8"))
+  except (OSError, ValueError) as e:
+    sys.exit(f"error: {folder} is not a built config's folder: cannot read {path} ({e})")
+  if not isinstance(metadata, dict):
+    sys.exit(f"error: {path} is not a JSON object")
+  return metadata
+
+
+def _metadata(name: str, data_dir: str | None) -> tuple[str, dict[str, Any] | None]:
+  """The config's folder and its `metadata.json` (None where it has none)."""
   if os.path.isdir(name):
-    path = os.path.join(name, "metadata.json")
-    try:
-      with open(path, encoding="utf-8") as f:
-        return name, json.load(f)
-    except (OSError, ValueError) as e:
-      sys.exit(f"error: {name} is not a built config's folder: cannot read {path} ({e})")
+    return name, _folder_metadata(name)
   from photo_datasets.reading import built  # Here: TensorFlow loads only for a config's name.
 
   try:
     builder = built.open_built(name, data_dir)
   except built.NotBuiltError as e:
     sys.exit(f"error: {e}")
-  return os.fspath(builder.data_path), dict(builder.info.metadata)
+  folder = os.fspath(builder.data_path)
+  return folder, _folder_metadata(folder)
 
 
 def _sha256(value: str) -> str:
@@ -53,7 +74,8 @@ def main(argv: list[str] | None = None) -> None:
   parser.add_argument("--data_dir",
                       help="where it was built (default: TFDS's, ~/tensorflow_datasets)")
   parser.add_argument("--fingerprint", type=_sha256,
-                      help="the fingerprint the copy should have (e.g. a colleague's)")
+                      help="the fingerprint the copy should have (e.g. a colleague's); the only "
+                           "check of a copy without metadata.json")
   args = parser.parse_args(argv)
   from photo_datasets.catalog import fingerprint
 
@@ -64,7 +86,8 @@ def main(argv: list[str] | None = None) -> None:
   except fingerprint.Mismatch as e:
     print(f"error: {e}", file=sys.stderr, flush=True)
     sys.exit(1)
-  print(f"{folder}: intact, fingerprint {found}", flush=True)
+  given = "" if metadata is not None else " (the one given: without metadata.json, the only check)"
+  print(f"{folder}: intact, fingerprint {found}{given}", flush=True)
 
 
 if __name__ == "__main__":
