@@ -266,12 +266,12 @@ def orb_setting(side: int, keypoints: int, levels: int, step: float,
   try:
     for name, value in zip(names, (side, keypoints, levels, step, contrast), strict=True):
       setattr(series, name, value)
-    series._orb.cache_clear()
+    vars(series._ORBS).clear()  # This thread's ORB, made anew with the settings.
     yield
   finally:
     for name, value in zip(names, before, strict=True):
       setattr(series, name, value)
-    series._orb.cache_clear()
+    vars(series._ORBS).clear()  # This thread's ORB, made anew with the settings.
 
 
 def keypoint_settings(count: int, passes: int = 5) -> dict[str, Any]:

@@ -197,21 +197,81 @@ def test_a_phase_s_job_graph_does_not_grow_with_the_corpus(tmp_path):
   assert sizes[150_513] - sizes[1_000] < 200_000, sizes
 
 
-@pytest.mark.real_photos
-def test_bundles_a_runner_runs_again_count_once(tmp_path, real_kfood):
-  """As a runner retries a bundle whose worker was lost: Beam's `direct_runner_bundle_repeat`
-  runs every bundle once more, its side effects (files written, photos converted) and all.
-  The records, the skips and the series are the local build's: the sample's skips, and the
-  series among the real photos."""
+def _fn_api_runner(*options: str) -> beam.options.pipeline_options.PipelineOptions:
+  """Beam's local runner named itself: `DirectRunner` may hand the job to Prism, which ignores
+  the FnApiRunner's options (`direct_runner_bundle_repeat`, `direct_running_mode`)."""
+  return beam.options.pipeline_options.PipelineOptions(["--runner=FnApiRunner", *options])
+
+
+# The sample's local build, shared with the session (`samples`); the real photos' is this
+# module's (`_real_local_224`).
+_SOURCES = ["sample", pytest.param("real", marks=pytest.mark.real_photos)]
+
+
+@pytest.fixture(scope="module")
+def _real_local_224(tmp_path_factory, real_kfood):
+  return build("korean_food/224", tmp_path_factory.mktemp("real_local"), real_kfood)
+
+
+def _local_224(request, source: str):
+  """The source's folder, and its local build of `korean_food/224`."""
+  if source == "sample":
+    return SAMPLE, request.getfixturevalue("samples").builder("korean_food/224")
+  return request.getfixturevalue("real_kfood"), request.getfixturevalue("_real_local_224")
+
+
+def _assert_same_dataset(beam_build, local, shows: str) -> None:
+  """The same record files (the fingerprint), skips, groups and series as the local build.
+  Each split of these sources is one file: TFDS's `BeamWriter` cuts a split of several files
+  elsewhere than its `Writer` (docs/building.md#apache-beam)."""
   from photo_datasets.catalog import fingerprint
 
-  again = beam.options.pipeline_options.PipelineOptions(
-      ["--runner=DirectRunner", "--direct_runner_bundle_repeat=1"])
-  for source, shows in ((SAMPLE, "skipped_files"), (real_kfood, "series")):
-    local = build("korean_food/224", tmp_path / shows / "local", source)
-    repeated = build("korean_food/224", tmp_path / shows / "repeated", source, beam_options=again)
-    assert local.info.metadata[shows]
-    kept = fingerprint.sha256_of(repeated.info.metadata)
-    assert kept == fingerprint.sha256_of(local.info.metadata)
-    for key in ("skipped_files", "series", "near_duplicates", "duplicates"):
-      assert repeated.info.metadata[key] == local.info.metadata[key], key
+  assert local.info.metadata[shows]
+  assert (fingerprint.sha256_of(beam_build.info.metadata)
+          == fingerprint.sha256_of(local.info.metadata))
+  for key in ("skipped_files", "series", "near_duplicates", "duplicates"):
+    assert beam_build.info.metadata[key] == local.info.metadata[key], key
+
+
+@pytest.mark.parametrize("source", _SOURCES)
+def test_bundles_on_threads_of_one_process_give_the_local_build(tmp_path, request, monkeypatch,
+                                                                source):
+  """As Beam's SDK harness runs bundles (here four at once, on threads of this process; also
+  under Flink, Spark and Dataflow): the files the workers append to (the converted images, the
+  keypoints) are each one thread's."""
+  from photo_datasets.building import scan
+
+  # A batch a photo: the sources hold a batch of the default size or less, which one thread
+  # would scan alone.
+  monkeypatch.setattr(scan, "PHOTOS_PER_TASK", 1)
+  manual_dir, local = _local_224(request, source)
+  threaded = build("korean_food/224", tmp_path, manual_dir, beam_options=_fn_api_runner(
+      "--direct_num_workers=4", "--direct_running_mode=multi_threading"))
+  _assert_same_dataset(threaded, local, "skipped_files" if source == "sample" else "series")
+
+
+@pytest.mark.parametrize("source", _SOURCES)
+def test_bundles_a_runner_runs_again_count_once(tmp_path, request, monkeypatch, source):
+  """As a runner retries a bundle whose worker was lost: the FnApiRunner's
+  `direct_runner_bundle_repeat` runs every bundle once more first, its side effects (files
+  written, photos converted) and all. Every batch's results were written twice, and the
+  records, the skips and the series are the local build's: the sample's skips, and the series
+  among the real photos."""
+  from photo_datasets.building import beam_generation
+
+  written: list[list[object]] = []  # Per read, the batches (or keys) of every line, repeats too.
+  real_lines = beam_generation._lines
+
+  def counted(folder, pattern):
+    lines = list(real_lines(folder, pattern))
+    written.append([index for index, _ in lines])
+    return iter(lines)
+
+  monkeypatch.setattr(beam_generation, "_lines", counted)
+  manual_dir, local = _local_224(request, source)
+  repeated = build("korean_food/224", tmp_path, manual_dir,
+                   beam_options=_fn_api_runner("--direct_runner_bundle_repeat=1"))
+  _assert_same_dataset(repeated, local, "skipped_files" if source == "sample" else "series")
+  assert written and all(written)
+  for indices in written:  # Each batch's (each group's) line, once per run of its bundle.
+    assert all(indices.count(index) == 2 for index in indices), indices

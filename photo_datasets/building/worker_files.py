@@ -1,4 +1,4 @@
-"""Files each worker process appends to, in a folder of the build's.
+"""Files each worker appends to, a file per process and thread, in a folder of the build's.
 
 A worker writes what it makes (a converted image, a photo's keypoints, a
 serialised record) into its own file and hands the main process where it
@@ -8,6 +8,13 @@ whichever worker needs them next reads them there. Unbuffered: what a worker
 wrote is in the file when its result arrives. The folders lie in the build's
 `incomplete.*` folder, which TFDS removes when a build fails, and the next
 build when it was killed (`disk.remove_leftovers`).
+
+Each thread of a process appends to files of its own: Beam's SDK harness runs
+several bundles at once on threads of one process, and an offset taken in one
+thread would be wrong once another wrote in between. Each file's name ends in
+a random part, so no two writers share one, wherever they run: Beam's workers
+on several machines may share the folder, and containers on one host (a host
+network) share its name and may reuse each other's process ids.
 """
 
 from __future__ import annotations
@@ -16,10 +23,14 @@ import dataclasses
 import errno
 import os
 import socket
+import threading
+import uuid
 from typing import BinaryIO
 
-# This process's open files: (process id, folder/stem) -> file.
-_OPEN: dict[tuple[int, str], BinaryIO] = {}
+# This process's open files: (process id, thread id, folder/stem) -> file. A thread id may be
+# reused once its thread has ended: the file then passes on to one writer at a time still.
+_OPEN: dict[tuple[int, int, str], BinaryIO] = {}
+_LOCK = threading.Lock()  # Guards `_OPEN`, which `close` reads while other threads append.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,19 +50,43 @@ class Written:
 
 
 def append(folder: str, stem: str, data: bytes) -> Written:
-  """Appends `data` to this process's file `stem` in `folder` (`<stem>-<host>-<process id>`:
-  Beam's workers on several machines may share the folder)."""
-  key = (os.getpid(), os.path.join(folder, stem))  # A forked worker opens its own.
-  if (file := _OPEN.get(key)) is None:
-    path = f"{key[1]}-{socket.gethostname()}-{key[0]}"
-    file = _OPEN[key] = open(path, "ab", buffering=0)  # noqa: SIM115 (open until `close`)
-  offset = file.tell()
+  """Appends `data` to this thread's file `stem` in `folder`, which it opens on its first call
+  (`<stem>-<host>-<process id>-<random hex>`)."""
+  key = (os.getpid(), threading.get_ident(), os.path.join(folder, stem))
+  with _LOCK:
+    file = _OPEN.get(key)
+  if file is None:
+    path = f"{key[2]}-{socket.gethostname()}-{key[0]}-{uuid.uuid4().hex}"
+    file = open(path, "xb", buffering=0)  # noqa: SIM115 (open until `close`)
+    with _LOCK:
+      _OPEN[key] = file
+  offset = file.tell()  # Only this thread writes to the file.
   if file.write(data) != len(data):
     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), file.name)
   return Written(file.name, offset, len(data))
 
 
 def close(folder: str) -> None:
-  """Closes this process's files in `folder` (a worker's close when it ends)."""
-  for key in [key for key in _OPEN if key[0] == os.getpid() and os.path.dirname(key[1]) == folder]:
-    _OPEN.pop(key).close()
+  """Closes the files this process's threads opened in `folder`, once none of them appends
+  there any more (a worker's close when it ends)."""
+  pid = os.getpid()
+  with _LOCK:
+    files = [_OPEN.pop(key) for key in list(_OPEN)
+             if key[0] == pid and os.path.dirname(key[2]) == folder]
+  for file in files:
+    file.close()
+
+
+def _forget_in_child() -> None:
+  """In a forked child: the parent's files are not this process's (the key's process id keeps
+  the child from writing to them), and the lock may have been held by a thread the child
+  lacks."""
+  global _LOCK
+  _LOCK = threading.Lock()
+  for file in _OPEN.values():
+    file.close()  # The child's copy of the descriptor: the parent's stays open.
+  _OPEN.clear()
+
+
+if hasattr(os, "register_at_fork"):
+  os.register_at_fork(after_in_child=_forget_in_child)

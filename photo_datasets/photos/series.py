@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import BinaryIO
 
@@ -143,12 +143,19 @@ class Rule:
 RULE = Rule()
 
 
-@functools.cache
+# An ORB per thread: Beam's SDK harness scans on several threads of one process, and OpenCV
+# does not promise that one detector object may run on two threads at once.
+_ORBS = threading.local()
+
+
 def _orb() -> cv2.ORB:
-  cv2.setNumThreads(1)  # The scan runs a worker per core; OpenCV's own threads would only contend.
-  return cv2.ORB.create(nfeatures=_KEYPOINTS, scaleFactor=_SCALE_STEP, nlevels=_LEVELS,
-                        edgeThreshold=15, patchSize=15, fastThreshold=_CORNER_CONTRAST,
-                        scoreType=cv2.ORB_FAST_SCORE)
+  orb: cv2.ORB | None = getattr(_ORBS, "orb", None)
+  if orb is None:
+    cv2.setNumThreads(1)  # A worker per core already: OpenCV's own threads would only contend.
+    orb = _ORBS.orb = cv2.ORB.create(nfeatures=_KEYPOINTS, scaleFactor=_SCALE_STEP,
+                                     nlevels=_LEVELS, edgeThreshold=15, patchSize=15,
+                                     fastThreshold=_CORNER_CONTRAST, scoreType=cv2.ORB_FAST_SCORE)
+  return orb
 
 
 def _histogram(rgb: Image.Image) -> bytes:
