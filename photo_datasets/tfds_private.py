@@ -3,9 +3,10 @@
 TFDS extends a builder through its documented hooks (`_info`,
 `_split_generators`, `_generate_examples`) and its public API (`tfds.*`). The
 package needs a little more: to write a split's records on its own workers
-exactly as TFDS's writer would, to count record files per split, to serialise
-deterministically, to check a download against the registered checksums, and
-to add an ArrayRecord copy. Each private name it needs is named here once,
+exactly as TFDS's writer would, to cut a Beam build's shards where that writer
+cuts them, to count record files per split, to serialise deterministically,
+to check a download against the registered checksums, and to add an
+ArrayRecord copy. Each private name it needs is named here once,
 with what it is for; no other module of the package imports from inside
 `tensorflow_datasets` or touches a private TFDS attribute.
 
@@ -95,6 +96,36 @@ def serialize_examples_with(serializer: type[Any]) -> None:
   a subclass of `tfds.core.ExampleSerializer`: they look it up by name when they
   write a split."""
   example_serializer.ExampleSerializer = serializer
+
+
+class BeamWriter(writer.BeamWriter):  # type: ignore[misc]
+  """TFDS's `BeamWriter`, the steps of its `write_from_pcollection` under names of
+  their own, for a subclass that builds its own graph from them (`building.beam_writing`)."""
+
+  def serialize(self, key_example: tuple[Any, Any]) -> tuple[Any, bytes]:
+    """(key, encoded example) -> (hashed key, record), serialised by the split's serializer."""
+    return self._serialize_example(key_example)  # type: ignore[no-any-return]
+
+  def number_of_shards(self, num_examples: int, total_size: int) -> int:
+    """The split's count of record files (its `ShardConfig`: the package's `sharding`
+    policy, or `--num_shards`); TFDS's error for a split without examples."""
+    return self._number_of_shards(  # type: ignore[no-any-return]
+        self._check_num_examples(num_examples), total_size)
+
+  def write_shard(self, shard: tuple[int, Any], num_shards: int) -> Any:
+    """Writes (shard id, its (hashed key, record) pairs), in key order, as the split's
+    file `shard id`-of-`num_shards`, every shard holding records; returns its shard info."""
+    return self._write_final_shard(shard, range(num_shards))
+
+  def store_split_info(self, shard_infos: Sequence[Any]) -> None:
+    """Keeps the split's shard lengths and size where `finalize` reads them back."""
+    self._store_split_info(shard_infos)
+
+
+def write_beam_splits_with(beam_writer: type[BeamWriter]) -> None:
+  """Makes TFDS's Beam builds write each split with `beam_writer`, a subclass of
+  `BeamWriter`: `SplitBuilder` looks `writer.BeamWriter` up by name when it writes one."""
+  writer.BeamWriter = beam_writer
 
 
 def convert_to_file_format(version_dir: str, file_format: str) -> None:

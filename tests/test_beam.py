@@ -83,6 +83,77 @@ def test_a_conversion_failure_is_reported_as_in_a_local_build(tmp_path, monkeypa
   assert not list(pathlib.Path(beam_build.data_dir).glob("*skipped*"))  # Nothing left over.
 
 
+def test_a_split_of_several_files_is_cut_as_in_a_local_build(tmp_path, monkeypatch):
+  """TFDS's `BeamWriter` cuts a split's records, in their keys' hash order, by hash value; its
+  `Writer`, which the local build matches, by rank. A Beam build's files are the local
+  build's, with a few photos a file (the defaults give the sample's splits one file each)."""
+  from photo_datasets.building import sharding
+
+  monkeypatch.setattr(sharding, "EXAMPLES_PER_FILE", 2)
+  local = build("korean_food/64", tmp_path / "local", SAMPLE)
+  beam_build = build("korean_food/64", tmp_path / "beam", SAMPLE, beam_options=_fn_api_runner())
+
+  def splits(builder) -> dict[str, tuple[list[int], int]]:
+    return {name: (split.shard_lengths, split.num_bytes)
+            for name, split in builder.info.splits.items()}
+
+  def record_files(builder) -> dict[str, bytes]:
+    return {path.name: path.read_bytes()
+            for path in pathlib.Path(builder.data_dir).glob("*.tfrecord-*")}
+
+  assert [len(lengths) for lengths, _ in splits(local).values()] == [16, 2, 2]
+  assert splits(beam_build) == splits(local)
+  assert record_files(beam_build) == record_files(local)
+
+
+def test_shard_ends_cut_sorted_keys_as_tfds_writer_does():
+  import random
+
+  from photo_datasets import tfds_private
+  from photo_datasets.building import beam_writing
+
+  rng = random.Random(0)
+  for count, num_shards in [(1, 1), (2, 2), (7, 3), (40, 7), (1_000, 64), (999, 998)]:
+    keys = list({rng.getrandbits(128) for _ in range(count)})  # TFDS's hashes are 128-bit.
+    assert len(keys) == count
+    ends = beam_writing.shard_ends(keys, num_shards)
+    cut = [0, *tfds_private.get_shard_boundaries(count, num_shards)]
+    by_rank = [sorted(keys)[start:end] for start, end in zip(cut, cut[1:], strict=False)]
+    by_shard_of: list[list[int]] = [[] for _ in range(num_shards)]
+    for key in sorted(keys):
+      by_shard_of[beam_writing.shard_of(key, ends)].append(key)
+    assert by_shard_of == by_rank and all(by_rank), (count, num_shards)
+  with pytest.raises(AssertionError, match="< number_of_shards"):  # As the local writer.
+    beam_writing.shard_ends([1, 2], 3)
+
+
+def test_tfds_makes_its_beam_writer_as_beam_writing_reads_it():
+  """`beam_writing.use_in_tfds` works because TFDS's split builder looks `BeamWriter` up in
+  its writer module when it writes a split; the steps `tfds_private.BeamWriter` names take
+  what they took when read."""
+  import inspect
+
+  from tensorflow_datasets.core import split_builder
+  from tensorflow_datasets.core import writer as tfds_writer
+
+  from photo_datasets import tfds_private
+
+  assert "writer_lib.BeamWriter(" in inspect.getsource(
+      split_builder.SplitBuilder._build_from_pcollection)
+  tfds_beam_writer = tfds_private.BeamWriter.__bases__[0]  # A Beam build replaces the name.
+  assert (tfds_beam_writer.__module__, tfds_beam_writer.__name__) == (tfds_writer.__name__,
+                                                                     "BeamWriter")
+  steps = {"_serialize_example": ["self", "key_example"],
+           "_check_num_examples": ["self", "num_examples"],
+           "_number_of_shards": ["self", "num_examples", "total_size"],
+           "_write_final_shard": ["self", "shardid_examples", "non_empty_shard_ids"],
+           "_store_split_info": ["self", "shard_infos"]}
+  for name, params in steps.items():
+    method = getattr(tfds_beam_writer, name)
+    assert list(inspect.signature(method).parameters) == params, name
+  assert "non_empty_shard_ids.index(" in inspect.getsource(tfds_beam_writer._write_final_shard)
+
+
 def _beam_info(records: list[logging.LogRecord]) -> list[str]:
   return [r.getMessage() for r in records
           if r.name.startswith("apache_beam") and r.levelno < logging.WARNING]
@@ -221,9 +292,7 @@ def _local_224(request, source: str):
 
 
 def _assert_same_dataset(beam_build, local, shows: str) -> None:
-  """The same record files (the fingerprint), skips, groups and series as the local build.
-  Each split of these sources is one file: TFDS's `BeamWriter` cuts a split of several files
-  elsewhere than its `Writer` (docs/building.md#apache-beam)."""
+  """The same record files (the fingerprint), skips, groups and series as the local build."""
   from photo_datasets.catalog import fingerprint
 
   assert local.info.metadata[shows]

@@ -1,7 +1,8 @@
 """The same download gives the same dataset: byte-identical record files and one
 fingerprint whatever the worker count, the workers' start method, the hash
-seed, and local or Beam (`building/reproducible.py`, `catalog/fingerprint.py`);
-`python -m photo_datasets.verify` confirms a copy and names a changed file."""
+seed, local or Beam, and the CPU's kernels (`building/reproducible.py`,
+`catalog/fingerprint.py`); `python -m photo_datasets.verify` confirms a copy
+and names a changed file."""
 
 from __future__ import annotations
 
@@ -38,13 +39,22 @@ _BUILDS = {
     "beam": ({"PHOTO_DATASETS_WORKERS": "2", "PYTHONHASHSEED": "4"},
              ["--beam_pipeline_options=runner=FnApiRunner,direct_num_workers=2,"
               "direct_running_mode=multi_processing"]),
+    # As on an older CPU: OpenBLAS's generic x86-64 kernel, NumPy's baseline SIMD only, and
+    # OpenCV's plain C++ paths (in the build's process, which its forked workers inherit).
+    "older CPU": ({"PHOTO_DATASETS_WORKERS": "2", "PHOTO_DATASETS_START_METHOD": "fork",
+                   "PYTHONHASHSEED": "5", "OPENBLAS_CORETYPE": "Prescott",
+                   "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR",
+                   "OPENCV_UNOPTIMIZED": "1"}, []),
 }
 
 
 # `tfds build` run from `-c`: spawned workers then import what their tasks
 # need, not the `tfds` script.
 _TFDS_BUILD = """
-import sys
+import os, sys
+import cv2
+if os.environ.get("OPENCV_UNOPTIMIZED"):
+  cv2.setUseOptimized(False)
 from tensorflow_datasets.scripts.cli import main
 sys.argv = ["tfds", *sys.argv[1:]]
 main.launch_cli()
@@ -88,7 +98,7 @@ def _kept_fingerprint(config_dir: pathlib.Path) -> str:
 def test_every_way_of_building_writes_the_same_bytes(real_builds, config):
   built = {mode: _config_dir(data_dir, config) for mode, data_dir in real_builds.items()
            if _config_dir(data_dir, config).exists()}
-  assert len(built) >= 3
+  assert len(built) >= 4 and "older CPU" in built
   files = {mode: _files(config_dir) for mode, config_dir in built.items()}
   reference = files["2 workers, fork"]
   assert sum(".tfrecord-" in name for name in reference) >= 3
@@ -111,6 +121,17 @@ def test_the_fingerprint_is_shown_where_the_build_is_described(real_builds):
   assert {file["contentUrl"]: file["sha256"]
           for file in croissant["distribution"] if "sha256" in file} == kept["files"]
   assert kept["sha256"] in (config_dir / "report.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.real_photos
+def test_the_build_as_an_older_cpu_ran_so_and_says_so(real_builds):
+  """The same bytes above come from other kernels: its record names them."""
+  kept = {mode: json.loads((_config_dir(real_builds[mode], "224") / "metadata.json").read_text())
+          ["fingerprint"]["platform"] for mode in ("1 worker", "older CPU")}
+  older, usual = kept["older CPU"], kept["1 worker"]
+  assert older["opencv"].startswith("not optimized:") and usual["opencv"].startswith("optimized:")
+  assert older["numpy SIMD"].split("dispatched here")[1].strip() == ""
+  assert older["numpy BLAS"] != usual["numpy BLAS"]
 
 
 def _verify(*args: str) -> tuple[int, str]:

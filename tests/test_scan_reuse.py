@@ -52,6 +52,27 @@ def test_later_configs_reuse_the_scan_until_the_source_changes(tmp_path, monkeyp
   assert len(inspected) == 2 * scanned
 
 
+def _record_files(builder) -> list[tuple[str, bytes]]:
+  return [(path.name, path.read_bytes())
+          for path in sorted(pathlib.Path(builder.data_dir).glob("*.tfrecord-*"))]
+
+
+def test_a_config_built_over_the_saved_scan_has_a_fresh_scans_bytes(tmp_path):
+  """`224` then `full` over its scan, and `full` then `224` over its scan: each config's
+  record files and fingerprint, from a fresh scan and from a saved one, are the same."""
+  manual_dir = tmp_path / "manual"
+  shutil.copytree(SAMPLE, manual_dir)
+  one_way = {config: build(f"korean_food/{config}", tmp_path / "224 first", manual_dir)
+             for config in ("224", "full")}
+  other_way = {config: build(f"korean_food/{config}", tmp_path / "full first", manual_dir)
+               for config in ("full", "224")}
+  for config in ("224", "full"):
+    files = _record_files(one_way[config])
+    assert len(files) == 3 and files == _record_files(other_way[config]), config
+    assert (one_way[config].info.metadata["fingerprint"]["sha256"]
+            == other_way[config].info.metadata["fingerprint"]["sha256"])
+
+
 def test_the_fingerprint_changes_with_a_name_a_size_or_a_time(tmp_path):
   folder = tmp_path / "구이"
   folder.mkdir()
@@ -123,7 +144,7 @@ def test_a_first_build_decodes_each_photo_once_and_equals_a_build_from_the_saved
   assert read_examples(again) == read_examples(first)
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "other format", "empty"])
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "row cut short", "empty"])
 def test_an_unusable_saved_scan_is_ignored_scanned_again_and_saved_anew(tmp_path, monkeypatch,
                                                                         caplog, damage):
   manual_dir = tmp_path / "manual"
@@ -139,7 +160,9 @@ def test_an_unusable_saved_scan_is_ignored_scanned_again_and_saved_anew(tmp_path
   saved.write_bytes({
       "truncated": text[: len(text) // 2].encode(),  # A copy cut short, a tail lost on power loss.
       "garbage": bytes(range(256)) * 10,
-      "other format": json.dumps({**json.loads(text), "format": 1}).encode(),  # An older version's.
+      "row cut short": json.dumps({**json.loads(text),
+                                   "photos": [row[:-1] for row in json.loads(text)["photos"]]}
+                                  ).encode(),
       "empty": b"",
   }[damage])
   scanned.clear()
@@ -151,7 +174,7 @@ def test_an_unusable_saved_scan_is_ignored_scanned_again_and_saved_anew(tmp_path
   # ... saying why, once.
   assert len([r for r in caplog.records if "Ignoring the saved scan" in r.message]) == 1
   # ... and saved anew.
-  assert json.loads(saved.read_text())["format"] == json.loads(text)["format"]
+  assert json.loads(saved.read_text())["photos"] == json.loads(text)["photos"]
   assert _content_metadata(second) == _content_metadata(first)
   assert ({s: i.num_examples for s, i in second.info.splits.items()}
           == {s: i.num_examples for s, i in first.info.splits.items()})

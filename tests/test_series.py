@@ -26,7 +26,10 @@ from __future__ import annotations
 import dataclasses
 import io
 import itertools
+import os
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -152,13 +155,15 @@ def test_a_close_up_joins_its_whole_photo(kfood, close_ups):
   """Each photo's centre (30 % and 50 % of it, enlarged back) beside the photo: new colours
   (overlaps down to 0.44) but the same objects at another scale, so the keypoints join them. The
   collages of two small shots side by side (Img_121_0004 and 0006, 3:1) join only because their
-  keypoints are found on 128 px of their shorter side; the grilled fish on a speckled pan
-  (Img_001_0001, at 30 %) only because they are found on 288 px of the longer side, not 224."""
+  keypoints are found on 128 px of their shorter side. The grilled fish on a speckled pan
+  (Img_001_0001, at 30 %) sits on the rule's edge: 7 inliers of the 8 its colours need (9 with
+  OpenCV's resize that is not bit-exact), and is the one close-up left apart."""
   names, features, _ = kfood
-  for made in close_ups.values():
+  for area, made in close_ups.items():
     joined = [n for n, whole, close in zip(names, features, made, strict=True)
               if _joined_pair(whole, close)]
-    assert joined == names, sorted(set(names) - set(joined))
+    on_the_edge = ["구이/갈치구이/Img_001_0001.jpg"] if area == 0.3 else []
+    assert sorted(set(names) - set(joined)) == on_the_edge
     # Colour alone would not join most of them.
     assert sum(series.overlap(w, c) < series.SURE for w, c in zip(features, made, strict=True)) > 30
 
@@ -395,3 +400,53 @@ def test_a_strip_keeps_its_keypoints_where_they_are(kfood):
   kept = np.frombuffer(series.describe(wide)[series.HISTOGRAM_BYTES:], dtype=series._KEYPOINT)
   # 896 x 75 at most, whatever its height.
   assert kept["x"].max() / 8 < 896 and kept["y"].max() / 8 < 75
+
+
+# Each real photo's near-copy hashes and series features, as a scan computes them, in a process of
+# its own: argv[1] the folder; a line a photo, in file order.
+_DESCRIBE_ALL = """
+import os, sys, pathlib
+import cv2
+if os.environ.get("OPENCV_UNOPTIMIZED"):
+  cv2.setUseOptimized(False)
+from photo_datasets.photos import images, near_duplicates, series
+root = pathlib.Path(sys.argv[1])
+for path in sorted(root.glob("*/*/*")):
+  if path.suffix.lower() in images.IMAGE_SUFFIXES:
+    image = images.decode_and_inspect(path.read_bytes())[1]
+    hashes, features = near_duplicates.photo_hashes(image), series.describe(image)
+    print(path.relative_to(root).as_posix(), hashes.hex(), features.hex())
+"""
+
+
+@pytest.mark.real_photos
+def test_an_older_cpu_gets_the_same_hashes_keypoints_and_series(real_kfood):
+  """OpenBLAS's generic kernel, NumPy's baseline SIMD only and OpenCV's plain C++ paths: every
+  photo's near-copy hashes bit for bit, every keypoint in its place, and the same series. ORB's
+  descriptors, in OpenCV's optimised code, may differ by a bit here and there (docs/building.md,
+  "The same bytes on every machine")."""
+  older = {"OPENBLAS_CORETYPE": "Prescott", "OPENCV_UNOPTIMIZED": "1",
+           "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR"}
+  made = []
+  for extra in ({}, older):
+    done = subprocess.run([sys.executable, "-c", _DESCRIBE_ALL, os.fspath(real_kfood)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **extra})
+    assert done.returncode == 0, done.stderr[-2000:]
+    made.append([line.split() for line in done.stdout.splitlines()])
+  usual, older_cpu = made
+  assert len(usual) == len(older_cpu) == 47
+  names = [name for name, _, _ in usual]
+  assert [name for name, _, _ in older_cpu] == names
+  assert [hashes for _, hashes, _ in older_cpu] == [hashes for _, hashes, _ in usual]
+  features = [[bytes.fromhex(f) for _, _, f in lines] for lines in made]
+  bits_apart = 0
+  for a, b in zip(*features, strict=True):
+    assert len(a) == len(b) and a[:series.HISTOGRAM_BYTES] == b[:series.HISTOGRAM_BYTES]
+    kept_a, kept_b = (np.frombuffer(f[series.HISTOGRAM_BYTES:], series._KEYPOINT) for f in (a, b))
+    assert (kept_a[["x", "y"]] == kept_b[["x", "y"]]).all()
+    bits_apart += int(np.bitwise_count(kept_a["descriptor"] ^ kept_b["descriptor"]).sum())
+  keypoints = sum(len(f) - series.HISTOGRAM_BYTES for f in features[0]) // series.KEYPOINT_BYTES
+  assert bits_apart <= keypoints * 256 // 10_000  # A bit in 10,000 at most.
+  assert (links(names, features[0], series_position, class_folder)
+          == links(names, features[1], series_position, class_folder))

@@ -3,6 +3,7 @@ the build that is there, how to read it as it is, and the command that builds th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pathlib
@@ -15,11 +16,31 @@ import tensorflow_datasets as tfds
 import korean_food
 from photo_datasets import pipeline, verify
 from photo_datasets.building import scan_cache, unbuilt
+from photo_datasets.photos import images
 from photo_datasets.reading import built
 from photo_datasets.testing import build
 
 SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
-EARLIER = "1.2.0"
+EARLIER = "1.6.0"
+# The scan that version 1.6.0 saved of the sample in "<manual dir>/kfood.zip" (its folder written
+# MANUAL_DIR here): its groups, series and splits, by the rules of 1.6.0.
+SCAN_BY_EARLIER = pathlib.Path(__file__).parent / "data" / "korean_food-1.6.0-scan-of-sample.json"
+
+
+def _save_earlier_scan(data_dir: pathlib.Path, manual_dir: pathlib.Path) -> pathlib.Path:
+  """Puts the scan that 1.6.0 saved of `manual_dir` where 1.6.0 saved it, under its name."""
+  digest = hashlib.sha256(f"12\0{manual_dir}".encode())  # 1.6.0's: format 12, then the files.
+  for folder, dirs, files in os.walk(manual_dir):
+    dirs.sort()
+    for name in sorted(files):
+      stat = os.stat(os.path.join(folder, name))
+      digest.update(f"\0{folder}/{name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+  scans = data_dir / "downloads" / "scans"
+  scans.mkdir(parents=True, exist_ok=True)
+  path = scans / f"korean_food-{digest.hexdigest()[:20]}.json"
+  text = SCAN_BY_EARLIER.read_text("utf-8")
+  path.write_text(text.replace("MANUAL_DIR", json.dumps(os.fspath(manual_dir))[1:-1]), "utf-8")
+  return path
 
 
 def _as_earlier_version(data_dir: pathlib.Path, config: str) -> None:
@@ -34,12 +55,15 @@ def _as_earlier_version(data_dir: pathlib.Path, config: str) -> None:
 
 @pytest.fixture(scope="module")
 def upgraded(tmp_path_factory) -> tuple[pathlib.Path, pathlib.Path]:
-  """A data dir holding korean_food/224 at EARLIER, built from the sample, with its saved scan."""
+  """A data dir holding korean_food/224 at EARLIER, built from the sample, and the scan that
+  EARLIER saved (not this version's)."""
   root = tmp_path_factory.mktemp("upgrade")
   manual_dir = root / "my download"
   shutil.copytree(SAMPLE, manual_dir)
   build("korean_food/224", root / "data", manual_dir)
   _as_earlier_version(root / "data", "224")
+  shutil.rmtree(root / "data" / "downloads" / "scans")
+  _save_earlier_scan(root / "data", manual_dir)
   return root / "data", manual_dir
 
 
@@ -57,12 +81,13 @@ def test_a_tool_names_the_earlier_build_and_both_ways_forward(upgraded):
   version = tfds.builder_cls("korean_food").VERSION
   assert f"korean_food/224 is not built in {data_dir} at version {version}." in message
   assert f"It holds korean_food/224 at version {EARLIER} (40 photos)" in message
-  assert "the splits changed in 1.3.0, 1.4.0" in message  # The release notes that say "Splits ...".
+  assert "the splits changed in 1.7.0" in message  # The release notes that say "Splits ...".
   assert f"Read it as it is: korean_food/224:{EARLIER}" in message
   assert _command_in(message) == ["tfds", "build", "korean_food", "--imports", "korean_food",
                                   "--config", "224", "--data_dir", os.fspath(data_dir),
                                   "--manual_dir", os.fspath(manual_dir)]
-  assert "The build reuses the saved scan: roughly 1 minute on" in message
+  # The saved scan is EARLIER's: made by other rules, it is not reused.
+  assert "The build scans its 40 photos again (no saved scan of them is of this version)" in message
 
 
 def test_the_earlier_build_reads_as_it_is_through_the_tools(upgraded):
@@ -99,26 +124,50 @@ def test_plain_tfds_load_of_a_config_never_built_gives_the_command(tmp_path):
   assert "MANUAL_DOWNLOAD_INSTRUCTIONS" in message
 
 
-def test_a_rebuild_says_why_it_scans_again(upgraded, tmp_path, capsys):
-  data_dir, manual_dir = upgraded
-  scans = data_dir / "downloads" / "scans"
-  (saved,) = scans.glob("korean_food-*.json")
-  text = saved.read_text("utf-8")
-  assert text.startswith('{"format": ')
-  earlier = json.loads(text)
-  earlier["format"] -= 1  # As an earlier version of the package saved it.
-  (tmp_path / "downloads" / "scans").mkdir(parents=True)
-  (tmp_path / "downloads" / "scans" / "korean_food-00000000000000000000.json").write_text(
-      json.dumps(earlier), "utf-8")  # Named by that format: not the name this one looks for.
-  build("korean_food/64", tmp_path, manual_dir)
+def test_a_rebuild_over_the_earlier_scan_gives_a_fresh_builds_bytes(upgraded, tmp_path, capsys,
+                                                                    monkeypatch):
+  """The config built again into the data dir where EARLIER built it and saved its scan: scanned
+  again, saying why, and the record files are those of a build into an empty data dir."""
+  earlier_dir, manual_dir = upgraded
+  data_dir = tmp_path / "upgraded"
+  shutil.copytree(earlier_dir, data_dir)
+  (earlier_scan,) = (data_dir / "downloads" / "scans").glob("korean_food-*.json")
+  scanned: list[int] = []
+  real_inspect = images.decode_and_inspect
+  monkeypatch.setattr(images, "decode_and_inspect",
+                      lambda data: scanned.append(1) or real_inspect(data))
+  upgraded_build = build("korean_food/224", data_dir, manual_dir, workers=1)
+  assert len(scanned) > 40  # Every photo decoded: the scan ran.
   said = capsys.readouterr().out
-  assert (f"korean_food/64: the saved scan in {tmp_path / 'downloads' / 'scans'} was made by "
-          f"another version of the package (scan format {earlier['format']}; this one reads "
-          f"{earlier['format'] + 1}): scanning {manual_dir} again.") in said
+  assert (f"korean_food/224: the saved scan in {data_dir / 'downloads' / 'scans'} was made by an "
+          f"earlier version of the package, whose checks, groups or splits may differ: scanning "
+          f"{manual_dir} again.") in said
+  assert earlier_scan.exists()  # Left as it was: an earlier version may still build from it.
+
+  fresh = build("korean_food/224", tmp_path / "fresh", manual_dir)
+  files = [(path.name, path.read_bytes())
+           for path in sorted(pathlib.Path(upgraded_build.data_dir).glob("*.tfrecord-*"))]
+  assert len(files) == 3
+  assert files == [(path.name, path.read_bytes())
+                   for path in sorted(pathlib.Path(fresh.data_dir).glob("*.tfrecord-*"))]
+  prints = [json.loads((pathlib.Path(made.data_dir) / "metadata.json").read_text())["fingerprint"]
+            for made in (upgraded_build, fresh)]
+  assert prints[0]["sha256"] == prints[1]["sha256"]
+
+
+def test_a_scan_by_other_rules_is_named_so(tmp_path):
+  """A saved scan of the same files under another name of rules: another version's."""
+  builder = tfds.builder_cls("korean_food")
+  path = scan_cache.saved_scan(tmp_path, builder, os.fspath(SAMPLE))
+  name, source, rules = path.stem.split("-")
+  assert len(source) == 20 and len(rules) == 12
+  (tmp_path / f"{name}-{source}-{'0' * 12}.json").write_text("{}", "utf-8")
+  assert "was made by another version of the package or of its image libraries" in (
+      scan_cache.why_not_reused(path, "korean_food"))
 
 
 def test_the_saved_scan_of_other_files_is_named_so(tmp_path):
-  path = scan_cache.saved_scan(tmp_path, "korean_food", os.fspath(SAMPLE))
+  path = scan_cache.saved_scan(tmp_path, tfds.builder_cls("korean_food"), os.fspath(SAMPLE))
   assert scan_cache.why_not_reused(path, "korean_food") is None
-  (tmp_path / "korean_food-0123456789abcdef0123.json").write_text(path.name, "utf-8")  # Unreadable.
+  (tmp_path / "korean_food-0123456789abcdef0123-0123456789ab.json").write_text("", "utf-8")
   assert "no saved scan in" in scan_cache.why_not_reused(path, "korean_food")

@@ -380,6 +380,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     # Our count of record files per split (`sharding`), unless --num_shards says.
     download_config = sharding.with_policy(download_config)
     reproducible.use_in_tfds()  # TFDS's writers too, where they write.
+    if self._build.beam:  # And its Beam writer cuts shards where the local writer does.
+      from photo_datasets.building import beam_writing  # Needs apache_beam.
+      beam_writing.use_in_tfds()
     if (self._build.beam or not self.WRITE_IN_WORKERS
         or download_config.max_examples_per_split is not None
         or download_config.nondeterministic_order or self.info.disable_shuffling):
@@ -452,7 +455,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     scanning the same files at the same time wait for the first one's scan."""
     if not cache_dir:
       return self._scan_source(source, None)
-    cache = scan_cache.saved_scan(cache_dir, self.name, os.fspath(source))
+    cache = scan_cache.saved_scan(cache_dir, type(self), os.fspath(source))
     with contextlib.suppress(OSError):
       os.makedirs(cache_dir, exist_ok=True)
     if not cache.exists() and (why := scan_cache.why_not_reused(cache, self.name)):

@@ -1,16 +1,30 @@
 """The saved scan: what a scan learned, kept in TFDS's download dir and reused
-by every config built later from the same, unchanged source files."""
+by every config built later from the same, unchanged source files, by the same
+rules.
+
+A saved scan holds each photo's checks, near-copy group, series and split: it
+is named by the source's files and by the rules that decided them (as Hugging
+Face `datasets` names a cache by its input and a hash of its transform). The
+rules are the source code of the modules that decide a scan (`RULE_MODULES`,
+and the dataset's own package) and the versions of the libraries that decode
+and measure the photos, so a scan by any other release, or with another
+OpenCV or Pillow, is never taken for today's, whether or not a constant was
+bumped.
+"""
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import dataclasses
+import functools
 import hashlib
+import importlib.metadata
+import inspect
 import json
 import logging
 import operator
 import os
+import pathlib
 from collections.abc import Callable
 from typing import Any
 
@@ -20,13 +34,40 @@ from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, near_duplicates
 from photo_datasets.photos.records import Photo, Span
 
-# Bump when the scan learns something new or checks differently.
-_SCAN_FORMAT = 12
+_PACKAGE = pathlib.Path(__file__).parent.parent
+# The shared modules whose code decides what a scan saves (this one: its rows).
+RULE_MODULES = ("photos/*.py", "archives/*.py", "building/scan.py", "building/scan_cache.py",
+                "catalog/build_report.py")
+# The libraries that decode, resize and measure the photos.
+RULE_LIBRARIES = ("numpy", "opencv-python-headless", "pillow", "simplejpeg")
+
+
+@functools.cache
+def rules(dataset_package: str) -> str:
+  """The digest of what decides a scan of the dataset whose package (its
+  builder's folder) is `dataset_package`: the code of `RULE_MODULES` and of the
+  package, and the versions of `RULE_LIBRARIES`."""
+  digest = hashlib.sha256()
+  files = [p for pattern in RULE_MODULES for p in sorted(_PACKAGE.glob(pattern))]
+  files += sorted(pathlib.Path(dataset_package).glob("*.py"))
+  for path in files:
+    code = path.read_bytes()
+    digest.update(f"{path.parent.name}/{path.name}\0{len(code)}\0".encode() + code)
+  for library in RULE_LIBRARIES:
+    digest.update(f"{library}\0{_version(library)}\0".encode())
+  return digest.hexdigest()
+
+
+def _version(distribution: str) -> str:
+  try:
+    return importlib.metadata.version(distribution)
+  except importlib.metadata.PackageNotFoundError:
+    return ""
 
 
 def source_fingerprint(root: str) -> str:
   """Changes whenever a file under `root` is added, removed, resized or touched."""
-  digest = hashlib.sha256(f"{_SCAN_FORMAT}\0{root}".encode())
+  digest = hashlib.sha256(root.encode("utf-8", "surrogateescape"))
   for folder, dirs, files in os.walk(root):
     dirs.sort()
     for name in sorted(files):
@@ -36,27 +77,29 @@ def source_fingerprint(root: str) -> str:
   return digest.hexdigest()
 
 
-def saved_scan(cache_dir: str | os.PathLike[str], dataset: str, source: str) -> epath.Path:
-  """Where the scan of `source` by a build of `dataset` is saved in `cache_dir`: named by the
-  source's files and this version's scan format, so a scan of other files or of another format
-  is never taken for it (`why_not_reused` tells them apart)."""
-  return epath.Path(cache_dir) / f"{dataset}-{source_fingerprint(source)[:20]}.json"
+def saved_scan(cache_dir: str | os.PathLike[str], builder: type[Any], source: str) -> epath.Path:
+  """Where the scan of `source` by a build of the dataset `builder` (its class) is saved in
+  `cache_dir`: named by the files and by today's `rules`, so a scan of other files or by other
+  rules is never taken for it (`why_not_reused` tells them apart)."""
+  scan_rules = rules(os.path.dirname(inspect.getfile(builder)))
+  name = f"{builder.name}-{source_fingerprint(source)[:20]}-{scan_rules[:12]}.json"
+  return epath.Path(cache_dir) / name
 
 
 def why_not_reused(path: epath.Path, dataset: str) -> str | None:
   """Why the saved scans of `dataset` beside `path` (none of them `path`) cannot be reused, in a
-  line; None where there are none. Their format is read from their first bytes."""
+  line; None where there are none."""
   others = [p for p in path.parent.glob(f"{dataset}-*.json") if p != path]
   if not others:
     return None
-  formats = set()
-  for other in others:
-    with contextlib.suppress(OSError, ValueError, IndexError), open(other, "rb") as f:
-      head = f.read(64).decode("ascii", "replace")  # '{"format": N, "photos": ...'
-      formats.add(int(head.split(":", 1)[1].split(",", 1)[0]))
-  if formats and _SCAN_FORMAT not in formats:
-    return (f"the saved scan in {path.parent} was made by another version of the package (scan "
-            f"format {', '.join(map(str, sorted(formats)))}; this one reads {_SCAN_FORMAT})")
+  source = path.stem.split("-")[1]
+  names = [other.stem.split("-") for other in others]
+  if any(parts[1:2] == [source] and len(parts) == 3 for parts in names):
+    return (f"the saved scan of these files in {path.parent} was made by another version of "
+            "the package or of its image libraries, whose checks, groups or splits may differ")
+  if any(len(parts) == 2 for parts in names):  # Named by the source alone: before 1.7.0.
+    return (f"the saved scan in {path.parent} was made by an earlier version of the package, "
+            "whose checks, groups or splits may differ")
   return (f"no saved scan in {path.parent} is of these files (the download changed or moved since, "
           "or it is another one)")
 
@@ -67,7 +110,7 @@ def save_scan(path: epath.Path, photos: list[Photo], report: BuildReport) -> Non
   rows = [[p.file_name, list(p.location), p.digest, _check_row(p.check), p.box, p.group_digest,
            _fields(p.span) if p.span else None, p.nbytes, p.quality, list(p.moments)]
           for p in photos]
-  text = json.dumps({"format": _SCAN_FORMAT, "photos": rows, "report": report.as_metadata()})
+  text = json.dumps({"photos": rows, "report": report.as_metadata()})
   try:
     write_durably(os.fspath(path), text.encode("utf-8"))
   except OSError as e:
@@ -133,12 +176,10 @@ def _photo_of_row(row: list[Any]) -> Photo:
 
 def load_scan(path: epath.Path) -> tuple[list[Photo], BuildReport] | None:
   """The saved scan, or None where it cannot be used: it is only ever an
-  optimisation, so a file cut short, garbled or of another format costs a
-  rescan and one line in the log, never the build."""
+  optimisation, so a file cut short or garbled costs a rescan and one line in
+  the log, never the build."""
   try:
     saved = json.loads(path.read_bytes())
-    if saved.get("format") != _SCAN_FORMAT:
-      raise ValueError(f"format {saved.get('format')!r}, this version reads {_SCAN_FORMAT}")
     photos = [_photo_of_row(row) for row in saved["photos"]]
     return photos, BuildReport.from_metadata(saved["report"])
   except Exception as e:  # Anything in the file may be wrong.

@@ -153,7 +153,7 @@ def _changes(builder: tfds.core.DatasetBuilder, version: str) -> str:
 def _cost(builder: tfds.core.DatasetBuilder, other: OtherBuild) -> str:
   """Whether the saved scan is reused by a build of this version, and about how long it takes."""
   workers = parallel.default_workers()
-  saved = (scan_cache.saved_scan(_scans_dir(builder), builder.name, other.source)
+  saved = (scan_cache.saved_scan(_scans_dir(builder), type(builder), other.source)
            if other.source else None)
   reused = saved is not None and saved.exists()
   seconds = other.photos * (_RECORDS_CPU_SECONDS if reused else _SCAN_CPU_SECONDS) / workers

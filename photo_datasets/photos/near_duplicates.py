@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 import weakref
 from collections.abc import Iterator, Sequence
 
@@ -60,18 +61,18 @@ _CHUNK_PAIRS = 1 << 22  # Candidate pairs expanded at once (bounds memory on hug
 
 
 def _dct_matrix(size: int, keep: int) -> npt.NDArray[np.float64]:
-  """Rows of the (unnormalised) DCT-II basis: scale does not matter to a median test."""
-  frequency = np.arange(keep, dtype=np.float64)[:, None]
-  position = np.arange(size, dtype=np.float64)[None, :]
-  return np.cos(np.pi * (2 * position + 1) * frequency / (2 * size))
+  """Rows of the (unnormalised) DCT-II basis: scale does not matter to a median test.
+  `math.cos`, not NumPy's, whose SIMD kernels differ in the last bit by CPU."""
+  return np.array([[math.cos(math.pi * (2 * x + 1) * u / (2 * size)) for x in range(size)]
+                   for u in range(keep)])
 
 
 _DCT = _dct_matrix(_GRID, _KEEP)
 
 
-# The last photo's grey plane, while that photo lives: the scan's hashes and its
-# series features (`series.describe`) read one conversion of the same pixels.
-_last_grey: tuple[weakref.ref[Image.Image], Image.Image] | None = None
+# Per thread, the last photo's grey plane while that photo lives: the scan's hashes and
+# its series features (`series.describe`) read one conversion of the same pixels.
+_LAST_GREY = threading.local()
 
 
 def grey(image: Image.Image) -> Image.Image:
@@ -85,11 +86,11 @@ def grey(image: Image.Image) -> Image.Image:
     scaled to their own range first. Asked again for the same photo object
     while it lives, the same grey image.
   """
-  global _last_grey
-  if _last_grey is not None and _last_grey[0]() is image:
-    return _last_grey[1]
+  last: tuple[weakref.ref[Image.Image], Image.Image] | None = getattr(_LAST_GREY, "last", None)
+  if last is not None and last[0]() is image:
+    return last[1]
   plane = _grey(image)
-  _last_grey = weakref.ref(image), plane
+  _LAST_GREY.last = weakref.ref(image), plane
   return plane
 
 
@@ -126,15 +127,21 @@ def _bilinear_weights(start: float, stop: float, size: int, out: int) -> npt.NDA
 _SIDE = 2 * _GRID  # The shrunk image the regions are resampled from.
 # Per region: the DCT rows times the resampling of its rows (top, bottom), and
 # of its columns (left, right), so a region's coefficients are two small products.
+# Both are whole numbers (`_FIXED_POINT`), and so are the pixels: every product and
+# partial sum is an integer below 2**53, exact in float64 whichever BLAS kernel or
+# order of summing a CPU uses, and the median test cannot flip a bit by a rounding.
 # The regions share 4 row ranges: each is transformed once (`_ROW_RANGES`), then
 # picked for its regions (`_RANGE_OF`). One product per range, not one for all:
 # OpenBLAS runs larger products on every core, against the scan's other workers.
 _ROW_SPANS = sorted({(top, bottom) for _, top, _, bottom in REGIONS})
-_ROW_RANGES = np.stack([_DCT @ _bilinear_weights(_SIDE * top, _SIDE * (1 - bottom), _SIDE, _GRID)
-                        for top, bottom in _ROW_SPANS])
+_FIXED_POINT = 2.0**15
+_ROW_RANGES = np.stack([
+    np.round(_DCT @ _bilinear_weights(_SIDE * top, _SIDE * (1 - bottom), _SIDE, _GRID)
+             * _FIXED_POINT) for top, bottom in _ROW_SPANS])
 _RANGE_OF = np.array([_ROW_SPANS.index((top, bottom)) for _, top, _, bottom in REGIONS])
-_COLUMNS_T = np.stack([(_DCT @ _bilinear_weights(_SIDE * left, _SIDE * (1 - right), _SIDE, _GRID)).T
-                       for left, _, right, _ in REGIONS])
+_COLUMNS_T = np.stack([
+    np.round(_DCT @ _bilinear_weights(_SIDE * left, _SIDE * (1 - right), _SIDE, _GRID)
+             * _FIXED_POINT).T for left, _, right, _ in REGIONS])
 
 
 def photo_hashes(image: Image.Image) -> bytes:

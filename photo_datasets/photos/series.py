@@ -195,9 +195,9 @@ def describe(image: Image.Image) -> bytes:
   longer, shorter = max(width, height), min(width, height)
   scale = min(1.0, max(_KEYPOINT_SIDE / longer, _KEYPOINT_SHORT_SIDE / shorter),
               _KEYPOINT_LONGEST / longer)
-  if scale < 1:  # Bilinear, as ORB's own pyramid, and cheaper than an area average.
+  if scale < 1:  # Bilinear, as ORB's own pyramid; OpenCV's bit-exact one, the same on any CPU.
     grey = cv2.resize(grey, (max(1, round(width * scale)), max(1, round(height * scale))),
-                      interpolation=cv2.INTER_LINEAR)
+                      interpolation=cv2.INTER_LINEAR_EXACT)
   found, descriptors = _orb().detectAndCompute(grey, None)
   keypoints = np.zeros(len(found), dtype=_KEYPOINT)
   if found:
@@ -282,19 +282,29 @@ class FeatureFile(Sequence[bytes]):
       self._file.close()
 
 
-def _shares(features: Sequence[bytes]) -> npt.NDArray[np.float64]:
+def _counts(features: Sequence[bytes]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+  """The photos' histograms, (photo, bin), and their pixel counts, never 0."""
   heads = (features.histograms if isinstance(features, FeatureFile)
            else [_check(f)[:HISTOGRAM_BYTES] for f in features])
   counts = np.frombuffer(b"".join(heads), dtype="<u2").reshape(
-      len(features), BINS).astype(np.float64)
-  shares: npt.NDArray[np.float64] = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
-  return shares
+      len(features), BINS).astype(np.int64)
+  return counts, np.maximum(counts.sum(axis=1), 1)
+
+
+def _overlaps(counts: npt.NDArray[np.int64], totals: npt.NDArray[np.int64],
+              first: npt.NDArray[np.intp], second: npt.NDArray[np.intp]) -> list[float]:
+  """Histogram intersections of the photos `first` and `second`, pair by pair: summed in
+  integers and divided once, so that no CPU's summing order moves one across a threshold."""
+  a, b = totals[first], totals[second]
+  shared = np.minimum(counts[first] * b[:, None], counts[second] * a[:, None]).sum(axis=1)
+  quotients: list[float] = (shared / (a * b)).tolist()
+  return quotients
 
 
 def overlap(a: bytes, b: bytes) -> float:
   """Histogram intersection of two photos' colour histograms: 1 when equal, 0 when disjoint."""
-  shares = _shares([a, b])
-  return float(np.minimum(shares[0], shares[1]).sum())
+  counts, totals = _counts([a, b])
+  return _overlaps(counts, totals, np.array([0]), np.array([1]))[0]
 
 
 _Keypoints = tuple[npt.NDArray[np.float32], npt.NDArray[np.uint64]]
@@ -471,13 +481,13 @@ def scored_links(names: Sequence[str], features: Sequence[bytes],
   for index, name in enumerate(names):
     if (where := position(name)) is not None:
       by_folder[folder(name)].append((where, index))
-  shares = _shares(features) if names else np.zeros((0, BINS))
+  histograms, pixels = _counts(features)
   found: list[tuple[float, int, int]] = []
   # By class, then by first photo: neighbours share a run.
   to_match: list[tuple[float, int, int, int]] = []
   for members in by_folder.values():
     order = np.array([index for _, index in sorted(members)], dtype=np.intp)
-    overlaps = [np.minimum(shares[order[:-step]], shares[order[step:]]).sum(axis=1).tolist()
+    overlaps = [_overlaps(histograms, pixels, order[:-step], order[step:])
                 for step in range(1, window + 1)]
     for k, i in enumerate(order.tolist()):
       for step in range(1, min(window, len(order) - 1 - k) + 1):
