@@ -54,11 +54,11 @@ def rules(dataset_package: str) -> str:
     code = path.read_bytes()
     digest.update(f"{path.parent.name}/{path.name}\0{len(code)}\0".encode() + code)
   for library in RULE_LIBRARIES:
-    digest.update(f"{library}\0{_version(library)}\0".encode())
+    digest.update(f"{library}\0{_installed_version(library)}\0".encode())
   return digest.hexdigest()
 
 
-def _version(distribution: str) -> str:
+def _installed_version(distribution: str) -> str:
   try:
     return importlib.metadata.version(distribution)
   except importlib.metadata.PackageNotFoundError:
