@@ -31,6 +31,8 @@ setuptools.setup(
         "numpy>=2,<2.5",  # 2 for np.bitwise_count (series matching).
         # ORB keypoints and a RANSAC fit: series that colour alone cannot decide (docs/splits.md).
         "opencv-python-headless>=4.8",
+        # TFRecord shards written by worker processes that never import TensorFlow.
+        "google-crc32c>=1.5",
         # tensorflow-datasets 4.9.10 needs these but does not declare them:
         "importlib_resources",  # every builder fails without it
         "apache-beam>=2.60",  # the `tfds` CLI does not start without it

@@ -16,7 +16,7 @@ import pytest
 from tensorflow_datasets.core import file_adapters
 
 import flowers_dataset
-from photo_datasets.building import disk
+from photo_datasets.building import disk, tfrecord_files
 from photo_datasets.testing import build, read_examples
 
 FLOWERS = pathlib.Path(flowers_dataset.__file__).parent / "sample"
@@ -121,12 +121,13 @@ def test_the_check_after_the_scan_stops_the_build_before_the_records(tmp_path, m
 
 
 def test_a_writer_out_of_space_ends_the_build_in_the_same_words(tmp_path, monkeypatch):
-  """ENOSPC from TFDS's record writer, as a full disk raises it, where no small filesystem can be
-  mounted."""
+  """ENOSPC from the record writers (the workers' and TFDS's), as a full disk raises it, where no
+  small filesystem can be mounted."""
   def full_disk(*args, **kwargs):
     raise OSError(errno.ENOSPC, "No space left on device")
 
   monkeypatch.setattr(file_adapters.TfRecordFileAdapter, "write_examples", full_disk)
+  monkeypatch.setattr(tfrecord_files, "write", full_disk)
   with pytest.raises(disk.NotEnoughDiskSpace) as raised:
     build("flowers_dataset/full", tmp_path / "data", FLOWERS)
   assert str(raised.value).startswith("[Errno 28] The disk filled up. "

@@ -3,8 +3,11 @@ look-ahead, and a dead worker costs only the item that killed it."""
 
 from __future__ import annotations
 
+import ast
 import os
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -74,3 +77,51 @@ def test_worker_count_from_the_environment(monkeypatch):
     with pytest.raises(ValueError,
                        match=f"PHOTO_DATASETS_WORKERS must be a whole number >= 1, got '{bad}'"):
       parallel.default_workers()
+
+
+# A script without a `__main__` guard that maps over workers twice; its task comes from a module
+# beside it. Each process that runs the script says so.
+_SCRIPT = """
+import os, sys
+import tensorflow  # Loaded here: the workers must not load it again.
+from photo_datasets.building import parallel
+import worker_state
+print("SCRIPT RUN BY", os.getpid(), flush=True)
+for phase in range(2):
+  found = set(parallel.ordered_map(worker_state.state, range(40), workers=2, on_crash=str))
+  print("PHASE", sorted(found), flush=True)
+"""
+_WORKER_STATE = """
+import multiprocessing, sys
+def state(_):  # Workers are numbered in the order this process started them.
+  return int(multiprocessing.current_process().name.rsplit("-", 1)[1]), "tensorflow" in sys.modules
+"""
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_a_kept_pool_serves_every_phase_and_never_runs_the_script(tmp_path, method):
+  """Spawned and forkserver workers start once for every phase, and run neither the script
+  that started them (unguarded, it would start workers of its own) nor TensorFlow."""
+  (tmp_path / "script.py").write_text(_SCRIPT)
+  (tmp_path / "worker_state.py").write_text(_WORKER_STATE)
+  env = {**os.environ, parallel.START_METHOD_ENV: method, "TF_CPP_MIN_LOG_LEVEL": "2"}
+  done = subprocess.run([sys.executable, os.fspath(tmp_path / "script.py")], capture_output=True,
+                        text=True, timeout=300, env=env)
+  assert done.returncode == 0, done.stderr[-3000:]
+  lines = done.stdout.splitlines()
+  assert [line.split()[0] for line in lines] == ["SCRIPT", "PHASE", "PHASE"], lines
+  seen = {state for line in lines[1:] for state in ast.literal_eval(line.split(" ", 1)[1])}
+  assert {worker for worker, _ in seen} <= {1, 2}  # The first two workers, ...
+  assert {uses_tf for _, uses_tf in seen} == {False}  # ... without TensorFlow.
+
+
+def exit_at_start(*args: object) -> None:
+  os._exit(3)
+
+
+def test_workers_that_cannot_start_stop_the_map_with_one_clear_error(monkeypatch):
+  monkeypatch.setenv(parallel.START_METHOD_ENV, "fork")
+  monkeypatch.setattr(parallel, "_install", exit_at_start)
+  with pytest.raises(parallel.WorkerStartError,
+                     match=r"could not start \(start method fork;.*if __name__ == \"__main__\""):
+    list(parallel.ordered_map(square_with_pid, range(10), workers=2, on_crash=crashed))

@@ -13,12 +13,13 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
 import flowers_dataset
 import korean_food
-from photo_datasets.building import builder, sharding
+from photo_datasets.building import builder, sharding, tfrecord_files
 
 SOURCES = {
     "flowers_dataset": pathlib.Path(flowers_dataset.__file__).parent / "sample",
@@ -128,3 +129,45 @@ def test_ctrl_c_while_the_workers_write_leaves_nothing(tmp_path):
   left = [p.relative_to(data_dir) for p in data_dir.rglob("*")]
   assert not [p for p in left
               if "incomplete." in str(p) or "spill" in str(p) or ".tfrecord" in str(p)], left
+
+
+def test_tfrecord_files_are_tensorflows_bytes(tmp_path):
+  """Records of every size a CRC and a length field meet (none, one byte, across 64 KiB), written
+  without TensorFlow: TensorFlow's own writer's bytes, read back by `tf.data`."""
+  import tensorflow as tf
+
+  rng = np.random.default_rng(7)
+  records = [b"", b"\x00", *(rng.bytes(n) for n in (1, 7, 255, 65_537, 300_000))]
+  tfrecord_files.write(tmp_path / "ours.tfrecord", records)
+  with tf.io.TFRecordWriter(os.fspath(tmp_path / "tf.tfrecord")) as writer:
+    for record in records:
+      writer.write(record)
+  assert (tmp_path / "ours.tfrecord").read_bytes() == (tmp_path / "tf.tfrecord").read_bytes()
+  read = [r.numpy() for r in tf.data.TFRecordDataset(os.fspath(tmp_path / "ours.tfrecord"))]
+  assert read == records
+
+
+# What a worker that writes a split imports.
+_WORKER_MODULES = """
+import sys
+import flowers_dataset
+from photo_datasets import testing
+from photo_datasets.building import writing
+real = writing._WriteShard.__call__
+def noted(self, shard):
+  done = real(self, shard)
+  print("TF IN WORKER" if "tensorflow" in sys.modules else "NO TF IN WORKER", flush=True)
+  return done
+writing._WriteShard.__call__ = noted
+testing.build("flowers_dataset/32", sys.argv[1], sys.argv[2], workers=2)
+"""
+
+
+def test_the_workers_write_shards_without_tensorflow(tmp_path):
+  done = subprocess.run([sys.executable, "-c", _WORKER_MODULES, os.fspath(tmp_path / "data"),
+                         os.fspath(SOURCES["flowers_dataset"])], capture_output=True, text=True,
+                        timeout=600, env={**os.environ, "PHOTO_DATASETS_START_METHOD": "fork",
+                                          "TF_CPP_MIN_LOG_LEVEL": "2"})
+  assert done.returncode == 0, done.stderr[-3000:]
+  said = done.stdout.splitlines()
+  assert "NO TF IN WORKER" in said and "TF IN WORKER" not in said

@@ -210,6 +210,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     builds of this config left behind is removed (`disk.remove_leftovers`); a
     disk that fills up anyway ends the build with `disk.NotEnoughDiskSpace`,
     in the words of the check made before it."""
+    parallel.refuse_in_a_starting_worker(f"{self._full_name}: building")
     with _loaded_objects_frozen():
       config_dir = os.path.dirname(os.fspath(self.data_path))
       self._build = _Build()

@@ -14,7 +14,8 @@ whole build. Here the worker processes do it, in two passes over the split:
    (`ShardConfig.get_number_shards` on the records' total size: the package's
    `sharding` policy, or `--num_shards`), cuts them where TFDS cuts
    (`shard_utils.get_shard_boundaries`), and the workers write whole shards,
-   each with the config's `ExampleWriter`, and hashes it (SHA-256, for
+   each in the config's file format (TFRecord without TensorFlow:
+   `tfrecord_files`; the others with TFDS's `ExampleWriter`), and hash it (SHA-256, for
    `croissant.json`) while it is still in memory's cache. A hash range's spill files are
    removed once every shard that reads them is written, and a sixteenth of a
    split's shards at most are written at once, so the disk holds the split
@@ -42,7 +43,7 @@ from typing import Any, BinaryIO
 import tensorflow_datasets as tfds
 
 from photo_datasets import tfds_private
-from photo_datasets.building import generation, parallel, reproducible, worker_files
+from photo_datasets.building import generation, parallel, reproducible, tfrecord_files, worker_files
 from photo_datasets.catalog import fingerprint
 from photo_datasets.catalog.build_report import Skipped
 from photo_datasets.photos.records import Photo
@@ -138,7 +139,12 @@ class _WriteShard:
         yield hkey, data
 
     try:
-      record_keys = self.example_writer.write(path, records())
+      if self.example_writer.file_format == tfds.core.FileFormat.TFRECORD:
+        # Not TFDS's writer, which imports TensorFlow in every worker for it.
+        tfrecord_files.write(path, (record for _, record in records()))
+        record_keys = None
+      else:
+        record_keys = self.example_writer.write(path, records())
     finally:
       for file in files.values():
         file.close()
