@@ -7,9 +7,12 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import shlex
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 
@@ -17,6 +20,7 @@ import apache_beam as beam
 import pytest
 
 import korean_food
+from photo_datasets import testing
 from photo_datasets.catalog import fingerprint
 from photo_datasets.testing import build, loopback
 
@@ -35,23 +39,35 @@ def _wait_for(port: int, process: subprocess.Popen[bytes], seconds: float = 60) 
   raise TimeoutError(f"nothing listens on port {port} after {seconds} s")
 
 
-@pytest.fixture(scope="module")
-def portable_options(tmp_path_factory) -> Iterator[beam.options.pipeline_options.PipelineOptions]:
+def _private_tmp_works() -> bool:
+  """Whether this process may give a child a mount namespace with a `/tmp` of its own."""
+  return shutil.which("unshare") is not None and subprocess.run(
+      ["unshare", "-m", "--propagation", "private", "sh", "-c", "mount -t tmpfs none /tmp"],
+      capture_output=True).returncode == 0
+
+
+@contextlib.contextmanager
+def _portable(logs: pathlib.Path, *, private_tmp: bool
+              ) -> Iterator[beam.options.pipeline_options.PipelineOptions]:
   """A job service and an external worker pool on loopback, as docs/building.md starts them; the
-  pool starts `python` from PATH, this one's."""
-  logs = tmp_path_factory.mktemp("beam_services")
+  pool starts `python` from PATH, this one's. With `private_tmp` the pool runs as on another
+  host: in a mount namespace of its own, whose `/tmp` is empty and not the launcher's."""
   job_port, pool_port = loopback.free_port(), loopback.free_port()
   env = {**os.environ,
          "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}"}
+  pool = [sys.executable, "-m", "apache_beam.runners.worker.worker_pool_main",
+          "--service_port", str(pool_port)]
+  if private_tmp:
+    pool = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+            f"mount -t tmpfs none /tmp && exec {shlex.join(pool)}"]
   services = []
   try:
-    for name, args in (("job_service", ["apache_beam.runners.portability.local_job_service_main",
+    for name, args in (("job_service", [sys.executable, "-m",
+                                        "apache_beam.runners.portability.local_job_service_main",
                                         "--port", str(job_port)]),
-                       ("worker_pool", ["apache_beam.runners.worker.worker_pool_main",
-                                        "--service_port", str(pool_port)])):
+                       ("worker_pool", pool)):
       with open(logs / f"{name}.log", "wb") as log:
-        services.append(subprocess.Popen([sys.executable, "-m", *args], env=env, stdout=log,
-                                         stderr=subprocess.STDOUT))
+        services.append(subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT))
     _wait_for(job_port, services[0])
     _wait_for(pool_port, services[1])
     yield beam.options.pipeline_options.PipelineOptions([
@@ -62,6 +78,12 @@ def portable_options(tmp_path_factory) -> Iterator[beam.options.pipeline_options
       service.terminate()
       with contextlib.suppress(subprocess.TimeoutExpired):
         service.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def portable_options(tmp_path_factory) -> Iterator[beam.options.pipeline_options.PipelineOptions]:
+  with _portable(tmp_path_factory.mktemp("beam_services"), private_tmp=False) as options:
+    yield options
 
 
 @pytest.mark.parametrize("config", ["224", "full"])
@@ -75,3 +97,23 @@ def test_a_portable_build_gives_the_local_build_byte_for_byte(portable_options, 
   assert fingerprint.verify(portable.data_dir, portable.info.metadata, expected=kept) == kept
   assert portable.info.metadata["skipped_files"] == local.info.metadata["skipped_files"]
   assert [name for name in os.listdir(portable.data_dir) if name.startswith("beam-")] == []
+
+
+def test_a_pool_on_another_host_gives_the_local_build_byte_for_byte():
+  """The worker pool sees the manual and data dirs (shared storage, here /var/tmp) but not the
+  launcher's `/tmp`: every file a worker reads was written where both see it."""
+  if not _private_tmp_works():
+    testing.missing("mount_namespace", "cannot give the worker pool a /tmp of its own "
+                    "(unshare -m needs root)")
+  shared = pathlib.Path(tempfile.mkdtemp(prefix="shared-storage-", dir="/var/tmp"))
+  try:
+    manual_dir = shared / "manual"
+    shutil.copytree(SAMPLE, manual_dir)
+    with _portable(shared, private_tmp=True) as options:
+      remote = build("korean_food/224", shared / "portable", manual_dir, beam_options=options)
+    local = build("korean_food/224", shared / "local", manual_dir)
+    kept = fingerprint.sha256_of(remote.info.metadata)
+    assert kept and kept == fingerprint.sha256_of(local.info.metadata)
+    assert fingerprint.verify(remote.data_dir, remote.info.metadata, expected=kept) == kept
+  finally:
+    shutil.rmtree(shared, ignore_errors=True)

@@ -7,12 +7,17 @@ import logging
 import os
 import pathlib
 import shutil
+import types
 
 import pytest
+import tensorflow_datasets as tfds
 
 import korean_food
-from photo_datasets.building import scan_cache
-from photo_datasets.photos import images
+from photo_datasets.building import builder as builder_module
+from photo_datasets.building import scan_cache, unbuilt
+from photo_datasets.catalog.build_report import BuildReport
+from photo_datasets.photos import images, near_duplicates
+from photo_datasets.photos.records import Photo
 from photo_datasets.testing import build, read_examples
 
 SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
@@ -178,3 +183,26 @@ def test_an_unusable_saved_scan_is_ignored_scanned_again_and_saved_anew(tmp_path
   assert _content_metadata(second) == _content_metadata(first)
   assert ({s: i.num_examples for s, i in second.info.splits.items()}
           == {s: i.num_examples for s, i in first.info.splits.items()})
+
+
+def test_a_bucket_download_dir_keeps_the_saved_scan_in_the_bucket(tmp_path, monkeypatch):
+  """`--data_dir gs://...`: the saved scan is written to and read from the bucket, under the
+  name a later build (and the upgrade message, `unbuilt`) looks for; nothing lands in the
+  launcher's working directory."""
+  monkeypatch.chdir(tmp_path)
+  manager = types.SimpleNamespace(download_dir="gs://bucket/data/downloads", manual_dir=None)
+  with tfds.testing.MockFs() as fs:
+    cache_dir = builder_module._scan_cache_dir(manager)
+    assert os.fspath(cache_dir) == "gs://bucket/data/downloads/scans"
+    built_in = types.SimpleNamespace(data_dir_root="gs://bucket/data")
+    assert unbuilt._scans_dir(built_in) == os.fspath(cache_dir)
+    path = scan_cache.saved_scan(cache_dir, tfds.builder_cls("korean_food"), os.fspath(SAMPLE))
+    photo = Photo("구이/갈비구이/Img_000_0000.jpg", ("kfood.zip",), "0" * 64,
+                  images.ImageCheck("JPEG", "RGB", 4, 4, 1, bytes(near_duplicates.HASH_BYTES
+                                                              * len(near_duplicates.REGIONS)), 0),
+                  None, None, None, 10, {}, ())
+    scan_cache.save_scan(path, [photo], BuildReport())
+    assert (fs._tmp_dir / "big" "store" / "bucket" / "data" / "downloads" / "scans").is_dir()
+    loaded = scan_cache.load_scan(path)
+    assert loaded is not None and loaded[0] == [photo]
+  assert list(tmp_path.iterdir()) == []

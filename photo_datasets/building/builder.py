@@ -458,7 +458,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
       return self._scan_source(source, None)
     cache = scan_cache.saved_scan(cache_dir, type(self), os.fspath(source))
     with contextlib.suppress(OSError):
-      os.makedirs(cache_dir, exist_ok=True)
+      cache_dir.mkdir(parents=True, exist_ok=True)
     if not cache.exists() and (why := scan_cache.why_not_reused(cache, self.name)):
       self._say(f"{why}: scanning {source} again.")
 
@@ -542,13 +542,18 @@ def _unhashed(path: epath.Path) -> str:
 def _scan_cache_dir(dl_manager: tfds.download.DownloadManager) -> epath.Path | None:
   """`<download dir>/scans`, unless that lies in the manual dir: user data,
   never written to (as with TFDS's test harness, where both are dummy_data)."""
-  cache_dir = os.path.abspath(os.path.join(dl_manager.download_dir, "scans"))
+  cache_dir = _absolute(os.path.join(os.fspath(dl_manager.download_dir), "scans"))
   manual_dir = manual_dir_or_none(dl_manager)
   if manual_dir is not None:
-    manual = os.path.abspath(manual_dir)
-    if cache_dir == manual or cache_dir.startswith(manual + os.sep):
+    manual = _absolute(os.fspath(manual_dir))
+    if cache_dir == manual or cache_dir.startswith(manual.rstrip("/") + "/"):
       return None
   return epath.Path(cache_dir)
+
+
+def _absolute(path: str) -> str:
+  """A local path made absolute; a bucket's (gs://...) as it is, not under this folder."""
+  return os.path.abspath(path) if disk.is_local(path) else path
 
 
 def _no_thumbnails(photos: list[records.Photo]) -> list[bytes | None]:

@@ -30,6 +30,7 @@ from typing import Any
 
 from etils import epath
 
+from photo_datasets.building import disk
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, near_duplicates
 from photo_datasets.photos.records import Photo, Span
@@ -112,7 +113,11 @@ def save_scan(path: epath.Path, photos: list[Photo], report: BuildReport) -> Non
           for p in photos]
   text = json.dumps({"photos": rows, "report": report.as_metadata()})
   try:
-    write_durably(os.fspath(path), text.encode("utf-8"))
+    if disk.is_local(path):
+      write_durably(os.fspath(path), text.encode("utf-8"))
+    else:  # A bucket's object is written whole or not at all.
+      path.parent.mkdir(parents=True, exist_ok=True)
+      path.write_bytes(text.encode("utf-8"))
   except OSError as e:
     logging.warning("Could not save the scan in %s: %s", path.parent, e)
 
