@@ -81,7 +81,7 @@ def test_a_tool_names_the_earlier_build_and_both_ways_forward(upgraded):
   version = tfds.builder_cls("korean_food").VERSION
   assert f"korean_food/224 is not built in {data_dir} at version {version}." in message
   assert f"It holds korean_food/224 at version {EARLIER} (40 photos)" in message
-  assert "the splits changed in 1.7.0" in message  # The release notes that say "Splits ...".
+  assert "; the splits may have changed in 1.7.0 (" in message  # Its notes: "Splits may change".
   assert f"Read it as it is: korean_food/224:{EARLIER}" in message
   assert _command_in(message) == ["tfds", "build", "korean_food", "--imports", "korean_food",
                                   "--config", "224", "--data_dir", os.fspath(data_dir),
@@ -171,3 +171,15 @@ def test_the_saved_scan_of_other_files_is_named_so(tmp_path):
   assert scan_cache.why_not_reused(path, "korean_food") is None
   (tmp_path / "korean_food-0123456789abcdef0123-0123456789ab.json").write_text("", "utf-8")
   assert "no saved scan in" in scan_cache.why_not_reused(path, "korean_food")
+
+
+def test_the_release_notes_are_quoted_as_sure_as_they_are():
+  class Notes:
+    name, version = "some_photos", tfds.core.Version("1.3.0")
+    RELEASE_NOTES = {"1.1.0": "Splits change: ...", "1.2.0": "Splits may change: ...",
+                     "1.3.0": "Same splits as 1.2.0."}
+
+  assert unbuilt._changes(Notes(), "1.0.0") == (
+      "; the splits changed in 1.1.0 and may have changed in 1.2.0 "
+      "(`tfds.builder_cls('some_photos').RELEASE_NOTES`)")
+  assert unbuilt._changes(Notes(), "1.2.0") == "; the release notes of 1.3.0 keep its splits"

@@ -141,12 +141,15 @@ def _changes(builder: tfds.core.DatasetBuilder, version: str) -> str:
   notes = getattr(type(builder), "RELEASE_NOTES", None) or {}
   since = [v for v in notes if tfds.core.Version.is_valid(v)
            and tfds.core.Version(version) < tfds.core.Version(v) <= builder.version]
-  changed = [v for v in since if notes[v].startswith("Splits")]
+  may = [v for v in since if notes[v].startswith("Splits may change")]
+  changed = [v for v in since if notes[v].startswith("Splits") and v not in may]
   if not since:
     return ""
-  if not changed:
+  if not changed and not may:
     return f"; the release notes of {', '.join(since)} keep its splits"
-  return (f"; the splits changed in {', '.join(changed)} "
+  said = [f"changed in {', '.join(changed)}"] if changed else []
+  said += [f"may have changed in {', '.join(may)}"] if may else []
+  return (f"; the splits {' and '.join(said)} "
           f"(`tfds.builder_cls({builder.name!r}).RELEASE_NOTES`)")
 
 
