@@ -175,8 +175,8 @@ def _member_span(info: zipfile.ZipInfo, disk: tuple[PiecedFile, int] | None) -> 
   # margin, then exactly where the margin crosses a piece's end.
   size = (zips.LOCAL.size + len(info.orig_filename.encode("utf-8")) + len(info.extra)
           + info.compress_size)
-  place = (file.locate(offset, size + 1024) if len(file.extents) > 1
-           else (file.extents[0].path, offset))
+  place = (file.locate(offset, size + 1024) if len(file.extents) > 1  # One piece: it holds all.
+           else (file.extents[0].path, file.extents[0].offset + offset))
   if place is None:
     data = zips.data_start(file, offset)
     place = None if data is None else file.locate(offset, data - offset + info.compress_size)

@@ -147,6 +147,22 @@ def test_download_tar_read_at_its_members_offsets(source, expected, tmp_path):
   assert spans == {os.fspath(tar)}  # Read in the tar, nothing extracted.
 
 
+def test_a_tar_of_one_piece_reads_as_the_zip(tmp_path):
+  """`download.tar` holding `kfood.zip.part0` alone: its photos read at the member's offset in
+  the tar, as the zip itself."""
+  (tmp_path / "piece").mkdir()
+  shutil.copy(SAMPLE_ZIP, tmp_path / "piece" / "kfood.zip.part0")
+  (tmp_path / "manual").mkdir()
+  testing.write_tar([tmp_path / "piece" / "kfood.zip.part0"], tmp_path / "manual" / "download.tar",
+                    "21.한국음식")
+  spans = {file.span.path for file, _ in corpus.walk(tmp_path / "manual") if file.span}
+  assert spans == {os.fspath(tmp_path / "manual" / "download.tar")}
+  from_tar = build("korean_food/224", tmp_path / "from_tar", tmp_path / "manual")
+  from_zip = build("korean_food/224", tmp_path / "from_zip", SAMPLE_ZIP.parent)
+  assert read_examples(from_tar) == read_examples(from_zip)
+  assert from_tar.info.metadata["skipped_files"] == from_zip.info.metadata["skipped_files"]
+
+
 def test_a_tar_and_its_untarred_pieces_are_read_once(source, expected, tmp_path):
   written = pieces(source, tmp_path / "21.한국음식")
   testing.write_tar(written, tmp_path / "download.tar", "21.한국음식")
