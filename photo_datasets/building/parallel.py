@@ -278,11 +278,10 @@ def _needs_main(task: Callable[[Any], Any]) -> bool:
     return True
 
 
-def _pool(task: Callable[[Any], Any], workers: int) -> futures.ProcessPoolExecutor:
-  context = _context()
+def _executor(context: multiprocessing.context.BaseContext, workers: int,
+              task: Callable[[Any], Any] | None) -> futures.ProcessPoolExecutor:
+  """A started pool of `workers` whose initializer installs `task` (None: a kept pool's)."""
   method = context.get_start_method()
-  if method != "fork" and _needs_main(task):
-    context = multiprocessing.get_context(method)  # One that runs `__main__` in its workers.
   # typeshed types `initializer` as taking no arguments, although `initargs` are passed to it.
   install: Callable[..., None] = _install
   parent = None if method == "forkserver" else os.getpid()
@@ -290,16 +289,20 @@ def _pool(task: Callable[[Any], Any], workers: int) -> futures.ProcessPoolExecut
                                               initargs=(task, parent)), method)
 
 
+def _pool(task: Callable[[Any], Any], workers: int) -> futures.ProcessPoolExecutor:
+  context = _context()
+  method = context.get_start_method()
+  if method != "fork" and _needs_main(task):
+    context = multiprocessing.get_context(method)  # One that runs `__main__` in its workers.
+  return _executor(context, workers, task)
+
+
 class _KeptPool:
   """Worker processes kept for every phase (spawn, forkserver): each phase's task is pickled
   into a file of `folder` that its chunks name."""
 
   def __init__(self, context: multiprocessing.context.BaseContext, workers: int):
-    method = context.get_start_method()
-    install: Callable[..., None] = _install
-    self.executor = _started(futures.ProcessPoolExecutor(
-        workers, mp_context=context, initializer=install,
-        initargs=(None, None if method == "forkserver" else os.getpid())), method)
+    self.executor = _executor(context, workers, None)
     self.folder = tempfile.mkdtemp(prefix="photo_datasets-tasks-")
     self.phases = 0  # Running now.
     self.idle: threading.Timer | None = None
@@ -365,9 +368,7 @@ class _Phase:
       kept = _KEPT[self.key]
       if kept.executor is self.pool:
         kept.executor.shutdown(wait=True, cancel_futures=True)
-        kept.executor = _started(futures.ProcessPoolExecutor(
-            self.workers, mp_context=_context(), initializer=_install,
-            initargs=(None, None if self.key[0] == "forkserver" else os.getpid())), self.key[0])
+        kept.executor = _executor(_context(), self.workers, None)
       self.pool = kept.executor
 
   def close(self) -> None:
