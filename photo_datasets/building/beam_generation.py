@@ -220,11 +220,12 @@ class _RunGroups(_BundleLines):
   def setup(self) -> None:
     self._grouping = pickle.loads(epath.Path(self._folder, "grouping.pickle").read_bytes())
 
-  def process(self, group: tuple[str, Iterable[Any]]) -> None:
+  def process(self, group: tuple[str, Iterable[Any]]) -> Iterator[None]:
     if self._grouping is None:
       raise RuntimeError("_RunGroups.process ran before setup")
     key, values = group
     self._lines.append(_result_line(key, self._grouping.task((key, list(values)))))
+    yield from ()  # Its output is the line; Beam types a DoFn's output by what process returns.
 
 
 @dataclasses.dataclass
@@ -315,15 +316,16 @@ class RunPhase(beam.PTransform):
     super().__init__(name)
     self.phase_name, self.folder, self.places, self.grouping = name, folder, places, grouping
 
-  def expand(self, pipeline: beam.pvalue.PBegin) -> None:
+  def expand(self, pipeline: beam.pvalue.PBegin) -> beam.PCollection:
     places = [(index, start, length) for index, (start, length) in enumerate(self.places)]
     keyed = (pipeline
              | "Batches" >> beam.Create(places)
              | "Run" >> beam.ParDo(_RunBatches(os.fspath(self.folder))))
-    if self.grouping is not None:
-      _ = (keyed
-           | "GroupByKey" >> beam.GroupByKey()
-           | "RunGroups" >> beam.ParDo(_RunGroups(os.fspath(self.folder))))
+    if self.grouping is None:
+      return keyed
+    return (keyed
+            | "GroupByKey" >> beam.GroupByKey()
+            | "RunGroups" >> beam.ParDo(_RunGroups(os.fspath(self.folder))))
 
 
 def _submission_environment_staged(options: PipelineOptions | None) -> None:
