@@ -46,6 +46,17 @@ def _private_tmp_works() -> bool:
       capture_output=True).returncode == 0
 
 
+def _private_tmp_keeping(prefix: str, hold: pathlib.Path) -> str:
+  """The shell commands that mount an empty `/tmp`, keeping this Python's environment (CI makes
+  its venv in `/tmp`) where it was: held at `hold` (outside `/tmp`) meanwhile."""
+  if not os.path.realpath(prefix).startswith("/tmp/"):
+    return "mount -t tmpfs none /tmp"
+  hold.mkdir()
+  prefix, hold_dir = shlex.quote(os.path.realpath(prefix)), shlex.quote(os.fspath(hold))
+  return (f"mount --bind {prefix} {hold_dir} && mount -t tmpfs none /tmp && "
+          f"mkdir -p {prefix} && mount --bind {hold_dir} {prefix}")
+
+
 @contextlib.contextmanager
 def _portable(logs: pathlib.Path, *, private_tmp: bool
               ) -> Iterator[beam.options.pipeline_options.PipelineOptions]:
@@ -59,7 +70,7 @@ def _portable(logs: pathlib.Path, *, private_tmp: bool
           "--service_port", str(pool_port)]
   if private_tmp:
     pool = ["unshare", "-m", "--propagation", "private", "sh", "-c",
-            f"mount -t tmpfs none /tmp && exec {shlex.join(pool)}"]
+            f"{_private_tmp_keeping(sys.prefix, logs / 'python')} && exec {shlex.join(pool)}"]
   services = []
   try:
     for name, args in (("job_service", [sys.executable, "-m",
