@@ -51,7 +51,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-import tensorflow_datasets as tfds  # noqa: E402
 
 from photo_datasets import pipeline  # noqa: E402
 from photo_datasets.models import MODELS, build_model  # noqa: E402
@@ -81,7 +80,7 @@ class Row:
 def decode_limit(name: str, *, split: str, batch_size: int,
                  data_dir: str | None) -> tf.data.Dataset:
   """The split's stored JPEGs read raw and decoded in a parallel map, batched: nothing else."""
-  builder = tfds.builder(name, data_dir=data_dir)
+  builder = built.open_built(name, data_dir)
   spec = {"image": tf.io.FixedLenFeature([], tf.string),
           "label": tf.io.FixedLenFeature([], tf.int64)}
 
@@ -186,6 +185,7 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
   """Measures both sides of training `model` on `name`'s `split`; the report
   `main` prints (rows, verdict, remedy). Raises ValueError on a bad argument."""
   say = progress or (lambda line: None)
+  name, data_dir = dataclasses.astuple(built.locate(name, data_dir))
   builder = built.open_built(name, data_dir)
   try:  # A split, or a split expression (`test[:2]`) as the pipeline takes it.
     examples = builder.info.splits[split].num_examples
@@ -196,9 +196,11 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
   size = image_size or stored
   if size is None:
     raise ValueError(f"{name} stores images at their source size: give --image_size (e.g. 224).")
+  model_batch_size = batch_size  # The model is timed at the batch it trains on, not the split's.
   if batch_size > examples:  # As `train` does.
     say(f"note: --batch_size {batch_size} is more than the {examples} examples of {split!r}: "
-        f"using {examples}.")
+        f"the input is read in batches of {examples}, as train does; the model is timed at "
+        f"{batch_size}.")
     batch_size = examples
   common: dict[str, Any] = {"batch_size": batch_size, "image_size": image_size,
                             "data_dir": data_dir}
@@ -222,7 +224,7 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
   train = measure("training", "training_dataset",
                   lambda: pipeline.training_dataset(name, split=split, **common).repeat())
   unflipped = measure("training_model_flips",
-                      "training_dataset, flip=False (the model mirrors, on the accelerator)",
+                      "training_dataset, flip=False (the flip left to the model)",
                       lambda: pipeline.training_dataset(name, split=split, flip=False,
                                                         **common).repeat())
   cached = _cached_row(name, split, examples, train.images_per_second or 0.0, seconds, common, say)
@@ -232,10 +234,11 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
   num_classes = builder.info.features["label"].num_classes
   trained = load_model(model, num_classes, size)
   steps = measure("model", f"model {os.path.basename(model)}: train steps on {device()}",
-                  lambda: model_rate(trained, batch_size, size, num_classes, seconds))
+                  lambda: model_rate(trained, model_batch_size, size, num_classes, seconds))
   split_bytes = examples * size * size * 3
   report: dict[str, Any] = {
-      "name": name, "split": split, "batch_size": batch_size, "image_size": size, "model": model,
+      "name": name, "split": split, "batch_size": batch_size, "model_batch_size": model_batch_size,
+      "image_size": size, "model": model,
       "device": device(), "seconds_per_measurement": seconds,
       "split_examples": examples, "split_cache_gib": round(split_bytes / 2**30, 3),
       "memory_cache_limit_gib": round(cache.memory_limit() / 2**30, 3),
@@ -299,7 +302,7 @@ def verdict(*, input_rate: float, model_rate: float, cached_rate: float | None,
   head = (f"Input-bound: the model could train {model_rate:,.0f} images/s, {factor:.1f} times what "
           f"training_dataset delivers ({input_rate:,.0f}).")
   if unflipped_rate is not None and unflipped_rate > input_rate:
-    head += (f" With flip=False and keras.layers.RandomFlip in the model (on the accelerator) it "
+    head += (f" With flip=False and keras.layers.RandomFlip in the model it "
              f"delivers {unflipped_rate:,.0f}.")
   workers = math.ceil(model_rate / input_rate)
   service = (f"{workers} tf.data service workers of this machine's input rate would feed it "
@@ -331,7 +334,10 @@ def table(report: dict[str, Any]) -> str:
   lines = [f"{report['name']} {report['split']} ({report['split_examples']:,} examples, "
            f"{report['split_cache_gib']:.2f} GiB as uint8 at {report['image_size']}; "
            f"memory cache limit {report['memory_cache_limit_gib']:.2f} GiB), "
-           f"batch {report['batch_size']}, ~{report['seconds_per_measurement']:g} s each",
+           f"batch {report['batch_size']}"
+           + (f" (the model's {report['model_batch_size']})"
+              if report["model_batch_size"] != report["batch_size"] else "")
+           + f", ~{report['seconds_per_measurement']:g} s each",
            f"{'':76} {'images/s':>9}  x limit  wall us/image  CPU us/image"]
   rows = report["rows"]
   limit = rows[0]["images_per_second"]

@@ -35,7 +35,9 @@ that import in every worker, once.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
+import glob
 import io
 import os
 import random
@@ -73,21 +75,39 @@ def add_array_record(name: str, data_dir: str | os.PathLike[str] | None = None) 
     PermissionError: its folder cannot be written (a read-only data dir).
     RuntimeError: TFDS did not register the copy.
   """
+  name, data_dir = dataclasses.astuple(built.locate(name, data_dir))
   builder = built.open_built(name, data_dir)
   version_dir: str = os.fspath(builder.data_dir)
   if not os.access(version_dir, os.W_OK):  # TFDS would fail deep in its writer, twice.
     raise PermissionError(errno.EACCES, f"cannot add an ArrayRecord copy to {name}: its folder "
                           "cannot be written, and the copy goes beside its records. Copy the "
                           "folder into a data dir you can write and run this there", version_dir)
-  tfds_private.convert_to_file_format(version_dir, ARRAY_RECORD)  # `tfds convert_format`.
+  registered = has_array_record(name, data_dir)  # Then TFDS converts the missing shards only.
+  if not registered:
+    _remove_array_record_files(version_dir)  # A stopped or failed conversion's.
+  try:
+    tfds_private.convert_to_file_format(version_dir, ARRAY_RECORD)  # `tfds convert_format`.
+  except BaseException:
+    if not registered:
+      _remove_array_record_files(version_dir)
+    raise
   if not has_array_record(name, data_dir):
+    _remove_array_record_files(version_dir)
     raise RuntimeError(f"TFDS converted {version_dir} but did not register {ARRAY_RECORD} in "
-                       "its dataset_info.json.")
+                       "its dataset_info.json; its files are removed. Run `tfds convert_format "
+                       f"--dataset_version_dir {version_dir} --out_file_format {ARRAY_RECORD}` "
+                       "to see TFDS's own messages.")
   return version_dir
+
+
+def _remove_array_record_files(version_dir: str) -> None:
+  for path in glob.glob(os.path.join(glob.escape(version_dir), f"*.{ARRAY_RECORD}-*")):
+    os.remove(path)
 
 
 def has_array_record(name: str, data_dir: str | os.PathLike[str] | None = None) -> bool:
   """Whether the built config `name` has ArrayRecord files that TFDS knows of."""
+  name, data_dir = dataclasses.astuple(built.locate(name, data_dir))
   builder = tfds.builder(name, data_dir=data_dir)
   if not builder.is_prepared():
     return False
@@ -115,6 +135,7 @@ def data_source(name: str, *, split: str, data_dir: str | os.PathLike[str] | Non
   Raises:
     ValueError: the config is not built, or has no ArrayRecord copy.
   """
+  name, data_dir = dataclasses.astuple(built.locate(name, data_dir))
   if not has_array_record(name, data_dir):
     raise ValueError(f"{name} has no ArrayRecord copy: run "
                      f"photo_datasets.random_access.add_array_record ({name!r}, data_dir) once "

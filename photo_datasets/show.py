@@ -154,7 +154,7 @@ def caption_function(builder: tfds.core.DatasetBuilder) -> Callable[[int], str]:
   English names, as its Korean names are missing from matplotlib's default
   font)."""
   feature = builder.info.features["label"]
-  descriptions: dict[str, str] = getattr(builder, "class_descriptions", dict)()
+  descriptions = built.class_descriptions(builder)
   return lambda label: descriptions.get(feature.int2str(label), str(feature.int2str(label)))
 
 

@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import json
 import pathlib
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -113,6 +114,7 @@ def train(
   """
   _check_options(epochs=epochs, batch_size=batch_size, model=model,
                  mixed_precision=mixed_precision)
+  name, data_dir = _located(name, data_dir)
   builder = _built(name, data_dir)
   size = _image_size(name, builder.info, image_size)
   skipped, batch_size = _splits_to_use(name, builder.info, data_dir, batch_size)
@@ -237,7 +239,7 @@ def _save(result: TrainResult, classifier: keras.Model, builder: Any, settings: 
 
 
 def default_out_dir(name: str) -> pathlib.Path:
-  return pathlib.Path("train_out") / name.replace("/", "_")
+  return pathlib.Path("train_out") / re.sub(r"[/:]", "_", name)
 
 
 def dtype_policy(mixed_precision: str) -> str:
@@ -276,7 +278,7 @@ def class_table(builder: Any) -> dict[str, dict[str, str]]:
   """label id -> {"name"}, and {"description"} where the dataset gives one
   (`PhotoBuilder.class_descriptions`; korean_food: the English name)."""
   names: list[str] = builder.info.features["label"].names
-  descriptions: dict[str, str] = getattr(builder, "class_descriptions", dict)()
+  descriptions = built.class_descriptions(builder)
   table = {str(label): {"name": name} for label, name in enumerate(names)}
   for row in table.values():
     if row["name"] in descriptions:
@@ -298,6 +300,15 @@ def plot_history(history: dict[str, list[float]], path: pathlib.Path, title: str
     axes.xaxis.get_major_locator().set_params(integer=True)
     axes.legend()
   figure.savefig(path, dpi=100)
+
+
+def _located(name: str, data_dir: str | None) -> tuple[str, str | None]:
+  """`name` (a config's name or folder) and `data_dir` as TFDS opens them (`built.locate`)."""
+  try:
+    located = built.locate(name, data_dir)
+  except built.NotBuiltError as e:
+    raise TrainError(str(e)) from None
+  return located.name, located.data_dir
 
 
 def _built(name: str, data_dir: str | None) -> Any:

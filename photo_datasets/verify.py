@@ -48,17 +48,35 @@ def _folder_metadata(folder: str) -> dict[str, Any] | None:
 
 
 def _metadata(name: str, data_dir: str | None) -> tuple[str, dict[str, Any] | None]:
-  """The config's folder and its `metadata.json` (None where it has none)."""
-  if os.path.isdir(name):
-    return name, _folder_metadata(name)
-  from photo_datasets.reading import built  # Here: TensorFlow loads only for a config's name.
+  """The config's folder (`built.locate`'s rule; a folder anywhere) and its `metadata.json`
+  (None where it has none)."""
+  from photo_datasets.reading import built
 
   try:
-    builder = built.open_built(name, data_dir)
+    found = built.version_folder(name, data_dir)
+    folder = os.fspath(found if found is not None else built.open_built(name, data_dir).data_path)
   except built.NotBuiltError as e:
     sys.exit(f"error: {e}")
-  folder = os.fspath(builder.data_path)
   return folder, _folder_metadata(folder)
+
+
+def _build_command(folder: str) -> str:
+  """The command that builds the package's version of the config in `folder`, as a line to
+  add to a message about a build by an earlier version; "" where it cannot be said (a
+  folder outside TFDS's layout, a dataset not installed)."""
+  import tensorflow_datasets as tfds
+
+  from photo_datasets.building import unbuilt
+  from photo_datasets.reading import built
+
+  try:
+    located = built.locate(folder)
+    built.open_built(located.name, located.data_dir)  # Imports the dataset's package.
+    builder = tfds.builder(located.name.split(":")[0], data_dir=located.data_dir)
+  except Exception:  # TFDS raises several kinds (not registered, unknown config).
+    return ""
+  return (f"\nThe package's version {builder.version} builds it with:\n"
+          f"  {unbuilt.build_command(builder)}")
 
 
 def _sha256(value: str) -> str:
@@ -80,12 +98,16 @@ def main(argv: list[str] | None = None) -> None:
   from photo_datasets.catalog import fingerprint
 
   folder, metadata = _metadata(args.name, args.data_dir)
+  kept = (metadata or {}).get(fingerprint.METADATA_KEY)
+  older = metadata is not None and (not isinstance(kept, dict) or "reader" not in kept)
   try:
     found = fingerprint.verify(folder, metadata, args.fingerprint,
                                progress=lambda line: print(line, file=sys.stderr, flush=True))
   except fingerprint.Mismatch as e:
-    print(f"error: {e}", file=sys.stderr, flush=True)
+    print(f"error: {e}{_build_command(folder) if older else ''}", file=sys.stderr, flush=True)
     sys.exit(1)
+  if older:
+    print(_build_command(folder).lstrip("\n"), file=sys.stderr, flush=True)
   given = "" if metadata is not None else " (the one given: without metadata.json, the only check)"
   print(f"{folder}: intact, fingerprint {found}{given}", flush=True)
 

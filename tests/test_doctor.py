@@ -55,9 +55,12 @@ def test_a_model_slow_on_purpose_is_called_the_limit(data_dir, tmp_path, capsys)
 
 
 def test_a_fast_model_is_input_bound_and_told_the_remedy(data_dir, tmp_path, capsys):
-  report = doctor.main([NAME, "--data_dir", data_dir, "--batch_size", "64", "--seconds", "0.5",
+  # The config named by its folder, as every tool takes it.
+  folder = os.path.join(data_dir, *NAME.split("/"))
+  report = doctor.main([folder, "--batch_size", "64", "--seconds", "0.5",
                         "--model", _saved(tmp_path / "fast.keras", convolutions=0)])
   out, _ = capsys.readouterr()
+  assert "accelerator" not in out  # None here: no row or remedy speaks of one.
   assert report["bound"] == "input" and report["factor"] > 1.1
   assert report["remedy"] in ("cache", "workers")
   assert report["workers"] == -(-report["rows"][-1]["images_per_second"]
@@ -101,8 +104,9 @@ def test_a_batch_larger_than_the_split_is_lowered_as_train_does(data_dir, tmp_pa
                         "--model", _saved(tmp_path / "fast.keras", convolutions=0), "--json"])
   examples = report["split_examples"]
   assert examples < 64 and report["batch_size"] == examples
+  assert report["model_batch_size"] == 64  # The model is timed at the batch it trains on.
   assert (f"note: --batch_size 64 is more than the {examples} examples of 'validation': "
-          f"using {examples}."
+          f"the input is read in batches of {examples}, as train does; the model is timed at 64."
           in capsys.readouterr().err)
 
 

@@ -145,6 +145,23 @@ def test_a_read_only_data_dir_is_refused_in_one_line(samples, tmp_path):
   assert not list(_version_dir(os.fspath(data_dir)).glob("*array_record*"))
 
 
+def test_a_relative_data_dir_and_a_stopped_conversions_files(samples, tmp_path, monkeypatch,
+                                                              capsys):
+  """The command as a newcomer types it: a relative data dir, where a stopped run left an
+  unregistered ArrayRecord file; TFDS's warnings with their numbers left out stay quiet."""
+  data_dir = samples.copy(tmp_path / "runs" / "ra", NAME)
+  leftover = _version_dir(data_dir) / "korean_food-train.array_record-00000-of-00001"
+  leftover.write_bytes(b"the first bytes of a conversion that was stopped")
+  monkeypatch.chdir(tmp_path)
+  capsys.readouterr()  # The build's lines, where this test built the sample.
+  random_access.main([NAME, "--data_dir", os.path.join("runs", "ra")])
+  out, err = capsys.readouterr()
+  assert out.startswith(f"{NAME}: ArrayRecord copy in {_version_dir(data_dir)};"), out
+  assert "%d" not in err and "%s" not in err
+  source = random_access.data_source(NAME, split="train", data_dir=os.path.join("runs", "ra"))
+  assert len(source) == TRAIN_SIZE and source[TRAIN_SIZE - 1]["image"].shape == (224, 224, 3)
+
+
 def test_a_config_without_the_copy_is_refused(tmp_path):
   with pytest.raises(ValueError, match="not built"):
     random_access.add_array_record("korean_food/16", tmp_path)

@@ -14,7 +14,7 @@ import pytest
 import tensorflow_datasets as tfds
 
 import korean_food
-from photo_datasets import pipeline, verify
+from photo_datasets import pipeline, show, train, verify
 from photo_datasets.building import scan_cache, unbuilt
 from photo_datasets.photos import images
 from photo_datasets.reading import built
@@ -88,6 +88,7 @@ def test_a_tool_names_the_earlier_build_and_both_ways_forward(upgraded):
                                   "--manual_dir", os.fspath(manual_dir)]
   # The saved scan is EARLIER's: made by other rules, it is not reused.
   assert "The build scans its 40 photos again (no saved scan of them is of this version)" in message
+  assert ": under a minute on " in message  # 40 photos: not "roughly 1 minute".
 
 
 def test_the_earlier_build_reads_as_it_is_through_the_tools(upgraded):
@@ -98,6 +99,17 @@ def test_the_earlier_build_reads_as_it_is_through_the_tools(upgraded):
   assert images.shape == (4, 224, 224, 3) and labels.shape == (4,)
   assert built.open_built(name, os.fspath(data_dir)).version == EARLIER
   verify.main([name, "--data_dir", os.fspath(data_dir)])  # The records match its fingerprint.
+
+
+def test_the_earlier_build_keeps_its_english_class_names(upgraded):
+  """The dataset's descriptions of its classes hold for every version's build: train's
+  classes.json and show's captions (the Korean names draw as empty boxes in its font)."""
+  data_dir, _ = upgraded
+  builder = built.open_built(f"korean_food/224:{EARLIER}", os.fspath(data_dir))
+  names = builder.info.features["label"].names
+  table = train.class_table(builder)
+  assert all(table[str(label)]["description"].isascii() for label in range(len(names)))
+  assert show.caption_function(builder)(0) == table["0"]["description"] != names[0]
 
 
 def test_plain_tfds_load_names_the_earlier_build_and_the_command(upgraded):
@@ -113,9 +125,13 @@ def test_plain_tfds_load_names_the_earlier_build_and_the_command(upgraded):
   assert isinstance(error.value, AssertionError)
 
 
-def test_plain_tfds_load_of_a_config_never_built_gives_the_command(tmp_path):
+def test_plain_tfds_load_of_a_config_never_built_gives_the_command(tmp_path, capsys, caplog):
   with pytest.raises(unbuilt.SourceNotFound) as error:
     tfds.load("korean_food/224", data_dir=os.fspath(tmp_path))
+  # The refusal comes alone: no "Downloading and preparing dataset Unknown size", no warning
+  # that the version folder not made "has no dataset_info.json".
+  assert capsys.readouterr().out == ""
+  assert [record.getMessage() for record in caplog.records if record.levelname == "WARNING"] == []
   message = str(error.value)
   assert (f"{tmp_path / 'downloads' / 'manual'} holds no download to build it from. "
           "Build it first:\n") in message

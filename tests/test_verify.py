@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import pathlib
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -274,6 +275,7 @@ def test_a_build_made_before_checks_what_its_record_covers(copy, capsys):
   status, said = _verify(capsys, os.fspath(copy))
   assert status == 0 and f"intact, fingerprint {earlier}" in said, said
   assert "built before the fingerprint covered dataset_info.json's" in said
+  assert _build_command(said)[:3] == ["tfds", "build", "korean_food"]
   _edit_info(copy, _set("disableShuffling", True))  # Not in its record: not checked, and said so.
   status, said = _verify(capsys, os.fspath(copy))
   assert status == 0 and "those fields are not" in said, said
@@ -281,6 +283,22 @@ def test_a_build_made_before_checks_what_its_record_covers(copy, capsys):
   status, said = _verify(capsys, os.fspath(copy))
   assert status == 1 and any(problem.startswith(f"{INFO}: split 'train' has shard lengths")
                              for problem in _problems(said)), said
+
+
+def _build_command(said: str) -> list[str]:
+  (line,) = [line.strip() for line in said.splitlines() if line.strip().startswith("tfds build ")]
+  return shlex.split(line)
+
+
+def test_a_build_made_before_fingerprints_is_given_the_command_that_builds_one(copy, capsys):
+  metadata = json.loads((copy / "metadata.json").read_text())
+  del metadata["fingerprint"]
+  (copy / "metadata.json").write_text(json.dumps(metadata))
+  status, said = _verify(capsys, os.fspath(copy))
+  assert status == 1 and "it was built before fingerprints were kept" in said, said
+  data_dir = copy.parent.parent.parent
+  assert _build_command(said)[:9] == ["tfds", "build", "korean_food", "--imports", "korean_food",
+                                      "--config", "224", "--data_dir", os.fspath(data_dir)]
 
 
 def test_a_new_build_is_the_one_whose_fingerprint_was_made_before(copy, capsys):

@@ -254,6 +254,14 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
             logging.debug("Wrote the Croissant description %s", path)
         self._write_report_page()
 
+  def is_prepared(self) -> bool:
+    # TFDS's own warns that a version folder never made "has no dataset_info.json".
+    return bool(self.data_path.exists() and super().is_prepared())
+
+  def _log_download_bytes(self) -> None:
+    """Nothing: TFDS prints "Downloading and preparing dataset Unknown size" before the build
+    looks for its source (a refusal then follows it); the build's summary says where it went."""
+
   def not_built_message(self, name: str | None = None) -> str:
     """What a reader of this config, not built in its data dir, is told (`unbuilt.message`): the
     other versions built there and how to read them, and the command that builds this one."""

@@ -162,7 +162,7 @@ def _cost(builder: tfds.core.DatasetBuilder, other: OtherBuild) -> str:
   seconds = other.photos * (_RECORDS_CPU_SECONDS if reused else _SCAN_CPU_SECONDS) / workers
   scan = ("reuses the saved scan" if reused else
           f"scans its {other.photos:,} photos again (no saved scan of them is of this version)")
-  return f"The build {scan}: roughly {_duration(seconds)} on {workers} cores."
+  return f"The build {scan}: {_duration(seconds)} on {workers} cores."
 
 
 def _scans_dir(builder: tfds.core.DatasetBuilder) -> str:
@@ -170,5 +170,8 @@ def _scans_dir(builder: tfds.core.DatasetBuilder) -> str:
 
 
 def _duration(seconds: float) -> str:
-  minutes = max(1, round(seconds / 60))
-  return f"{minutes} minute{'s' * (minutes > 1)}" if minutes < 120 else f"{minutes / 60:.0f} hours"
+  if seconds < 60:
+    return "under a minute"
+  minutes = round(seconds / 60)
+  return (f"roughly {minutes} minute{'s' * (minutes > 1)}" if minutes < 120
+          else f"roughly {minutes / 60:.0f} hours")

@@ -403,7 +403,7 @@ def verify(data_dir: epath.PathLike, metadata: Mapping[str, Any] | None,
              else "holds no fingerprint: it was built before fingerprints were kept")
       raise Mismatch(f"{folder} {why}. It can only be checked against a fingerprint you give "
                      "(--fingerprint SHA256, e.g. that of the build it was copied from), or "
-                     "rebuilt")
+                     "built again by this version")
   elif not isinstance(kept, Mapping) or not all(
       isinstance(kept.get(key), Mapping) for key in ("files", "features", "shard_lengths")):
     raise Mismatch(f"{data_dir}: the fingerprint's record in metadata.json is incomplete (edited?)")
@@ -445,7 +445,7 @@ def verify(data_dir: epath.PathLike, metadata: Mapping[str, Any] | None,
       if "reader" not in kept:
         notes.append(f"{folder} was built before the fingerprint covered {INFO_FILE}'s "
                      f"{', '.join(READER_FIELDS)}: its splits, shard lengths and record files are "
-                     "checked, those fields are not (a rebuild records them)")
+                     "checked, those fields are not (a build by this version records them)")
     if _VERSION_FOLDER.fullmatch(folder.name) and described.version != folder.name:
       problems.append(f"{INFO_FILE}: version is {described.version!r}, but the copy's folder is "
                       f"{folder.name}: tfds.load refuses a version other than its folder's")
