@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import pathlib
@@ -246,10 +247,47 @@ def test_a_batch_a_runner_ran_twice_counts_once_and_a_lost_one_stops_the_build(t
   line = beam_generation._result_line(0, ([1, 2], ["a"]))
   (folder / "results-00000-of-00002").write_text(
       f"{line}\n{beam_generation._result_line(1, ([3], ['b']))}\n")
-  (folder / "results-00001-of-00002").write_text(f"{line}\n")  # A retried batch's second result.
+  (folder / "committed-results-0").write_text("results-00000-of-00002\n")
   assert beam_generation._gathered(epath.Path(folder), 2, "phase") == ([1, 2, 3], {"a", "b"})
   with pytest.raises(RuntimeError, match="returned 2 of 3 batches"):
     beam_generation._gathered(epath.Path(folder), 3, "phase")
+
+
+_ATTEMPTS: collections.Counter[object] = collections.Counter()  # FnApiRunner: this process.
+
+
+def _answer_by_attempt(item: int) -> tuple[int, int]:
+  """An item and which run of it this is: the answer differs from one attempt to the next."""
+  _ATTEMPTS[item] += 1
+  return item, _ATTEMPTS[item]
+
+
+def _by_remainder(result: tuple[int, int]) -> tuple[tuple[int, int], list[tuple[str, int]]]:
+  return result, [(str(result[0] % 3), 1)]
+
+
+def _group_by_attempt(group: tuple[str, list[int]]) -> tuple[int, int]:
+  key, values = group
+  _ATTEMPTS[key] += 1
+  return sum(values), _ATTEMPTS[key]
+
+
+def test_only_the_attempt_the_runner_commits_counts(tmp_path):
+  """A runner that runs each bundle twice (a retry) and commits the second run's output: each
+  batch's results and each group's are the second attempt's, which differ from the first's,
+  never whichever attempt's file is read last (which one that is, is chance: three builds)."""
+  from photo_datasets.building import beam_generation, executors
+
+  grouping = executors.Grouping(split=_by_remainder, task=_group_by_attempt,
+                                on_crash=_group_by_attempt)
+  for build_number in range(3):
+    _ATTEMPTS.clear()
+    executor = beam_generation.BeamExecutor(
+        None, _fn_api_runner("--direct_runner_bundle_repeat=1"), tmp_path / f"work{build_number}")
+    results, groups = executor.map_and_group(
+        executors.Phase(_answer_by_attempt, range(300), _answer_by_attempt, 16), grouping)
+    assert results == [(item, 2) for item in range(300)]
+    assert groups == {"0": (100, 2), "1": (100, 2), "2": (100, 2)}
 
 
 def test_a_phase_s_job_graph_does_not_grow_with_the_corpus(tmp_path):
@@ -323,24 +361,23 @@ def test_bundles_on_threads_of_one_process_give_the_local_build(tmp_path, reques
 def test_bundles_a_runner_runs_again_count_once(tmp_path, request, monkeypatch, source):
   """As a runner retries a bundle whose worker was lost: the FnApiRunner's
   `direct_runner_bundle_repeat` runs every bundle once more first, its side effects (files
-  written, photos converted) and all. Every batch's results were written twice, and the
-  records, the skips and the series are the local build's: the sample's skips, and the series
-  among the real photos."""
+  written, photos converted) and all. Every bundle wrote its file twice, one of them read (the
+  committed attempt's), and the records, the skips and the series are the local build's: the
+  sample's skips, and the series among the real photos."""
   from photo_datasets.building import beam_generation
 
-  written: list[list[object]] = []  # Per read, the batches (or keys) of every line, repeats too.
-  real_lines = beam_generation._lines
+  written: list[tuple[int, int]] = []  # Per read: the files every attempt wrote, those read.
+  real_committed_files = beam_generation._committed_files
 
-  def counted(folder, pattern):
-    lines = list(real_lines(folder, pattern))
-    written.append([index for index, _ in lines])
-    return iter(lines)
+  def counted(folder, prefix, required=True):
+    read = real_committed_files(folder, prefix, required)
+    written.append((len(list(folder.glob(f"{prefix}-*"))), len(read)))
+    return read
 
-  monkeypatch.setattr(beam_generation, "_lines", counted)
+  monkeypatch.setattr(beam_generation, "_committed_files", counted)
   manual_dir, local = _local_224(request, source)
   repeated = build("korean_food/224", tmp_path, manual_dir,
                    beam_options=_fn_api_runner("--direct_runner_bundle_repeat=1"))
   _assert_same_dataset(repeated, local, "skipped_files" if source == "sample" else "series")
-  assert written and all(written)
-  for indices in written:  # Each batch's (each group's) line, once per run of its bundle.
-    assert all(indices.count(index) == 2 for index in indices), indices
+  assert written and any(read for _, read in written)
+  assert all(files == 2 * read for files, read in written), written

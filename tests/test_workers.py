@@ -196,3 +196,7 @@ def test_a_worker_killed_while_grouping_loses_no_photo_and_no_near_copy(monkeypa
   assert names == expected_names
   assert report.near_duplicates == expected.near_duplicates
   assert report.series == []
+  # Said, in the report and so the metadata: the splits are not those of a build that found them.
+  (warning,) = [w for w in report.warnings if w.startswith("no series were looked for")]
+  classes = sorted({name.split("/")[-2] for name in files})
+  assert f"in {len(classes)} class folder(s) ({', '.join(classes)}): the task killed" in warning

@@ -15,8 +15,10 @@ archive is opened once per batch. The per-photo step is
 `generation.convert_or_skip`, as in a local build; a photo the scan converted
 already is read back, not converted again. Each bundle writes what comes back
 to the builder (a phase's results, the skipped photos) into a file of its own
-in the build's folder (`_BundleLines`), read once the pipeline has run: what a
-bundle run again wrote twice counts once.
+in the build's folder (`_BundleLines`), read once the pipeline has run. A
+bundle the runner ran again wrote a file per attempt, which may differ (a read
+that failed once is a skip): the bundle's output names its file, and only the
+files named by the outputs the runner committed are read (`_Committed`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from typing import Any, TypeVar
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DebugOptions, PipelineOptions, WorkerOptions
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 from etils import epath
 
 from photo_datasets.building.converted import ConvertedImages
@@ -57,11 +62,14 @@ Value = TypeVar("Value")
 GroupResult = TypeVar("GroupResult")
 
 
+WRITTEN = "written"  # The output of a `_BundleLines`'s bundle: the name of the file it wrote.
+
+
 class _BundleLines(beam.DoFn):
-  """A DoFn that writes lines of text, a file of its own per bundle (`<prefix>-<unique>` in
-  `folder`) when the bundle ends: a bundle the runner runs again writes another, which the
-  reader counts once. Lighter than a sink (`WriteToText`), whose stages and finalisation a
-  job graph and its workers carry for each."""
+  """A DoFn that writes lines of text, a file of its own per bundle attempt (`<prefix>-<unique>`
+  in `folder`) when the bundle ends, and outputs its name (tagged `WRITTEN`), which
+  `_Committed` keeps for the attempt the runner commits. Lighter than a sink (`WriteToText`),
+  whose stages and finalisation a job graph and its workers carry for each."""
 
   def __init__(self, folder: str, prefix: str):
     super().__init__()
@@ -71,13 +79,48 @@ class _BundleLines(beam.DoFn):
   def start_bundle(self) -> None:
     self._lines = []
 
-  def finish_bundle(self) -> None:
+  def finish_bundle(self) -> Iterator[beam.pvalue.TaggedOutput]:
     if self._lines:
-      unique = uuid.uuid4().hex
-      written = epath.Path(self._folder, f".{self._prefix}-{unique}.incomplete")
+      name = f"{self._prefix}-{uuid.uuid4().hex}"
+      written = epath.Path(self._folder, f".{name}.incomplete")
       written.write_text("".join(f"{line}\n" for line in self._lines))
-      written.rename(epath.Path(self._folder, f"{self._prefix}-{unique}"))  # Whole, or not there.
+      written.rename(epath.Path(self._folder, name))  # Whole, or not there.
       self._lines = []
+      yield beam.pvalue.TaggedOutput(WRITTEN, WindowedValue(name, MIN_TIMESTAMP, [GlobalWindow()]))
+
+
+class _Committed(beam.PTransform):
+  """The names of the files that the committed attempts of `_BundleLines`'s bundles wrote,
+  written as one file `committed-<prefix>-<unique>` in `folder` (a retry of this step writes
+  the same names again)."""
+
+  def __init__(self, folder: str, prefix: str):
+    super().__init__()
+    self._folder, self._prefix = folder, prefix
+
+  def expand(self, names: beam.PCollection) -> beam.PCollection:
+    return (names
+            | "AllNames" >> beam.combiners.ToList()
+            | "Write" >> beam.Map(_write_committed, self._folder, self._prefix))
+
+
+def _write_committed(names: list[str], folder: str, prefix: str) -> None:
+  name = f"committed-{prefix}-{uuid.uuid4().hex}"
+  written = epath.Path(folder, f".{name}.incomplete")
+  written.write_text("".join(f"{line}\n" for line in sorted(names)))
+  written.rename(epath.Path(folder, name))
+
+
+def _committed_files(folder: epath.Path, prefix: str, required: bool = True) -> list[epath.Path]:
+  """The files of `prefix` (`results`, `skipped`, ...) that committed attempts wrote in `folder`;
+  where no list of them was written (no pipeline of theirs ended), a RuntimeError if
+  `required`."""
+  lists = sorted(folder.glob(f"committed-{prefix}-*")) if folder.exists() else []
+  if not lists and required:
+    raise RuntimeError(f"no list of the committed {prefix} files in {folder}: did its pipeline "
+                       "end?")
+  names = {name for path in lists for name in path.read_text().split()}
+  return [folder / name for name in sorted(names)]
 
 
 class ConvertPhotos(_BundleLines):
@@ -87,6 +130,7 @@ class ConvertPhotos(_BundleLines):
   def __init__(self, make: ExampleMaker, reader_type: type[Reader], batches_path: str,
                folder: str, split: str):
     super().__init__(folder, f"skipped-{split}")
+    self.folder = folder
     self._make, self._reader_type, self._batches_path = make, reader_type, batches_path
     self._reader: Reader | None = None
 
@@ -141,7 +185,11 @@ class ConvertSplit(beam.PTransform):
     self._convert = ConvertPhotos(make, reader_type, batches_path, os.fspath(work_dir), split)
 
   def expand(self, begin: beam.pvalue.PBegin) -> beam.PCollection:
-    return begin | "Batches" >> beam.Create(self._places) | "Convert" >> beam.ParDo(self._convert)
+    converted = (begin
+                 | "Batches" >> beam.Create(self._places)
+                 | "Convert" >> beam.ParDo(self._convert).with_outputs(WRITTEN, main="examples"))
+    _ = converted[WRITTEN] | "Skips" >> _Committed(self._convert.folder, "skipped")
+    return converted.examples
 
 
 def _write_batches(items: Iterable[Any], path: str, batch: int = _BATCH) -> list[tuple[int, int]]:
@@ -287,8 +335,10 @@ class BeamExecutor:
     finally:
       for transform in transforms:
         transform.folder.rmtree(missing_ok=True)
-      with contextlib.suppress(OSError):
-        epath.Path(self.work_dir).rmdir()  # Empty once its last phase has run.
+      # Empty once its last phase has run; not yet while another phase's folder is there
+      # (etils raises ValueError for a bucket's folder that is not empty).
+      with contextlib.suppress(OSError, ValueError):
+        epath.Path(self.work_dir).rmdir()
 
   def phase(self, task: Callable[[Item], Result], items: Iterable[Item], chunk: int,
             grouping: Grouping[Result, Any, Any] | None = None) -> RunPhase:
@@ -318,14 +368,17 @@ class RunPhase(beam.PTransform):
 
   def expand(self, pipeline: beam.pvalue.PBegin) -> beam.PCollection:
     places = [(index, start, length) for index, (start, length) in enumerate(self.places)]
-    keyed = (pipeline
-             | "Batches" >> beam.Create(places)
-             | "Run" >> beam.ParDo(_RunBatches(os.fspath(self.folder))))
+    folder = os.fspath(self.folder)
+    run = (pipeline
+           | "Batches" >> beam.Create(places)
+           | "Run" >> beam.ParDo(_RunBatches(folder)).with_outputs(WRITTEN, main="pairs"))
+    done = run[WRITTEN] | "Results" >> _Committed(folder, "results")
     if self.grouping is None:
-      return keyed
-    return (keyed
-            | "GroupByKey" >> beam.GroupByKey()
-            | "RunGroups" >> beam.ParDo(_RunGroups(os.fspath(self.folder))))
+      return done
+    grouped = (run.pairs
+               | "GroupByKey" >> beam.GroupByKey()
+               | "RunGroups" >> beam.ParDo(_RunGroups(folder)).with_outputs(WRITTEN))
+    return grouped[WRITTEN] | "Groups" >> _Committed(folder, "groups")
 
 
 def _submission_environment_staged(options: PipelineOptions | None) -> None:
@@ -344,7 +397,7 @@ def _gathered_groups(phase: RunPhase, keys: set[str]) -> dict[str, Any]:
   """The results of a phase's grouping by key, from the lines its pipeline wrote in the
   phase's folder; a group written twice (its bundle retried) is kept once, one missing stops
   the build."""
-  by_key = dict(_lines(phase.folder, "groups-*"))
+  by_key = dict(_lines(phase.folder, "groups"))
   if by_key.keys() != keys:
     raise RuntimeError(f"{phase.phase_name} on Beam grouped {len(by_key.keys() & keys)} of "
                        f"{len(keys)} keys")
@@ -355,7 +408,7 @@ def _gathered(folder: epath.Path, batches: int, name: str) -> tuple[list[Any], s
   """The results of a phase's `batches` batches, in order, from the lines its pipeline wrote in
   `folder`, and the keys of their grouping; a batch written twice (its bundle retried) is kept
   once."""
-  by_batch = dict(_lines(folder, "results-*"))
+  by_batch = dict(_lines(folder, "results"))
   if len(by_batch) != batches:
     raise RuntimeError(f"{name} on Beam returned {len(by_batch)} of {batches} batches")
   results, keys = [], set()
@@ -366,9 +419,10 @@ def _gathered(folder: epath.Path, batches: int, name: str) -> tuple[list[Any], s
   return results, keys
 
 
-def _lines(folder: epath.Path, pattern: str) -> Iterator[tuple[Any, Any]]:
-  """The (index or key, results) of the lines `_result_line` wrote in the files `pattern`."""
-  for path in sorted(folder.glob(pattern)):
+def _lines(folder: epath.Path, prefix: str) -> Iterator[tuple[Any, Any]]:
+  """The (index or key, results) of the lines `_result_line` wrote in the committed files of
+  `prefix`."""
+  for path in _committed_files(folder, prefix):
     for line in path.read_text().splitlines():
       yield pickle.loads(base64.b64decode(line))
 
@@ -400,8 +454,8 @@ def read_skips(folder: epath.PathLike) -> list[Skipped]:
   """What every `ConvertSplit` working in `folder` skipped; removes the folder, its photos'
   batch files too."""
   folder = epath.Path(folder)
-  skipped: dict[Skipped, None] = {}  # Once each: a bundle run again wrote its skips again.
-  for path in sorted(folder.glob("skipped-*")):
+  skipped: dict[Skipped, None] = {}
+  for path in _committed_files(folder, "skipped", required=False):
     skipped.update((Skipped(**json.loads(line)), None)
                    for line in path.read_text().splitlines() if line)
   folder.rmtree(missing_ok=True)

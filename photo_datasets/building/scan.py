@@ -179,6 +179,16 @@ def _not_grouped(group: tuple[str, list[Any]]) -> None:
   return None
 
 
+def _series_not_found(class_folders: list[str]) -> str:
+  """The warning for classes whose series task killed its worker twice: their photos split one
+  by one, so the splits differ from a build that found their series."""
+  shown = ", ".join(class_folders[:5]) + (", ..." if len(class_folders) > 5 else "")
+  return (f"no series were looked for in {len(class_folders)} class folder(s) ({shown}): the "
+          "task killed its worker twice (out of memory or a crash). Their photos were split one "
+          "by one, so the splits differ from a build that finds their series: build again, with "
+          "more memory or fewer workers.")
+
+
 def _crashed(candidate: Candidate) -> Skipped:
   return Skipped(candidate.file_name,
                  "checking or converting it killed the worker process "
@@ -267,6 +277,8 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
   photos = sorted(photos, key=lambda p: p.file_name)
   index_of = {p.file_name: i for i, p in enumerate(photos)}
   near = grouped.pop(_NEAR_COPIES, None)
+  if lost := sorted(key for key, groups in grouped.items() if groups is None):
+    report.warnings.append(_series_not_found(lost))
   found = sorted(sorted(index_of[name] for name in group)
                  for groups in grouped.values() if groups for group in groups)
   return group_near_duplicates(photos, report, found, near=None if near is None else
