@@ -39,6 +39,7 @@ BUILDER_OVERRIDES = {
     "_checksums_path": "the registered checksums live in the package's checksums/",
     "_download_and_prepare": "chooses the executor and adds the fingerprint after the records",
     "_generate_splits": "the records written by the package's workers",
+    "_example_writer": "TFRecord files written without TensorFlow (`tfrecord_files`)",
     "_log_download_bytes": "no 'Unknown size' line before a build looks for its source",
     "_process_pipeline_result": "the photos Beam's workers skipped",
 }

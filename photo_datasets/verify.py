@@ -52,6 +52,8 @@ def _metadata(name: str, data_dir: str | None) -> tuple[str, dict[str, Any] | No
   (None where it has none)."""
   from photo_datasets.reading import built
 
+  if os.path.isfile(os.path.join(name, METADATA_FILE)):  # A build's record, whatever else is there.
+    return name, _folder_metadata(name)
   try:
     found = built.version_folder(name, data_dir)
     folder = os.fspath(found if found is not None else built.open_built(name, data_dir).data_path)

@@ -34,15 +34,21 @@ def _direct_runner() -> beam.options.pipeline_options.PipelineOptions:
   return beam.options.pipeline_options.PipelineOptions(["--runner=DirectRunner"])
 
 
-def test_beam_build_equals_the_single_process_build(tmp_path, caplog):
-  caplog.set_level(logging.INFO)
-  built, beam_writer_logs = {}, {}
+def test_beam_build_equals_the_single_process_build(tmp_path, monkeypatch):
+  from photo_datasets.building import beam_writing
+
+  built, beam_writes = {}, {}
+  splits_written: list[object] = []
+  real_write = beam_writing.RankCutBeamWriter.write_from_pcollection
+  monkeypatch.setattr(beam_writing.RankCutBeamWriter, "write_from_pcollection",
+                      lambda self, examples: splits_written.append(self) or real_write(self,
+                                                                                       examples))
   for mode, options in [("single", None), ("beam", _direct_runner())]:
     built[mode] = build("korean_food/64", tmp_path / mode, SAMPLE, beam_options=options)
-    beam_writer_logs[mode] = sum("using BeamWriter" in r.getMessage() for r in caplog.records)
-    caplog.clear()
+    beam_writes[mode] = len(splits_written)
+    splits_written.clear()
 
-  assert beam_writer_logs == {"single": 0, "beam": 3}  # One per split.
+  assert beam_writes == {"single": 0, "beam": 3}  # One per split.
   single, with_beam = _examples(built["single"]), _examples(built["beam"])
   assert len(single) == 40
   assert with_beam.keys() == single.keys()

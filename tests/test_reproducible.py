@@ -11,6 +11,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -65,6 +66,9 @@ def _config_dir(data_dir: pathlib.Path, config: str) -> pathlib.Path:
   return data_dir / "korean_food" / config / VERSION
 
 
+_PRINTED: dict[str, list[str]] = {}  # What each way of building printed, by line.
+
+
 @pytest.fixture(scope="module")
 def real_builds(real_kfood: pathlib.Path,
                 tmp_path_factory: pytest.TempPathFactory) -> dict[str, pathlib.Path]:
@@ -79,6 +83,7 @@ def real_builds(real_kfood: pathlib.Path,
         timeout=900)
     assert done.returncode == 0, f"{mode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     built[mode] = data_dir
+    _PRINTED[mode] = (done.stdout + done.stderr).splitlines()
   return built
 
 
@@ -233,3 +238,20 @@ def test_tfds_serializer_gives_one_byte_string_in_every_process():
   parsed = tfds.core.example_parser.ExampleParser(
       features.get_serialized_info()).parse_example(record)
   assert parsed["label"].numpy() == 2 and parsed["file_name"].numpy() == b"x"
+
+
+@pytest.mark.real_photos
+def test_a_beam_build_prints_the_local_builds_lines_and_a_start_line_a_worker(real_builds):
+  """Both configs on `FnApiRunner` with two worker processes: the lines of a local build, and
+  for each worker process Beam started only Beam's own start-up line and its import's warning
+  (no INFO line of Beam's, no TFDS line of a Beam split, no TensorFlow start-up in a worker)."""
+  local, beam = _PRINTED["2 workers, fork"], _PRINTED["beam"]
+  starts = sum("Logging handler created" in line for line in beam)
+  assert starts >= 2
+  assert not [line for line in beam if line.startswith("INFO:apache_beam")
+              or "No semi_persistent_directory" in line
+              or re.match(r"INFO\[(writer|split_builder)\.py\]", line)]
+  tensorflow_start = "All log messages before absl::InitializeLog()"
+  assert sum(tensorflow_start in line for line in beam) == sum(tensorflow_start in line
+                                                                for line in local)
+  assert len(beam) <= len(local) + 2 * starts + 1, "\n".join(beam)

@@ -27,7 +27,6 @@ import base64
 import contextlib
 import dataclasses
 import json
-import logging
 import os
 import pickle
 import uuid
@@ -35,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import DebugOptions, PipelineOptions, WorkerOptions
+from apache_beam.options.pipeline_options import DebugOptions, PipelineOptions
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
@@ -425,29 +424,6 @@ def _lines(folder: epath.Path, prefix: str) -> Iterator[tuple[Any, Any]]:
   for path in _committed_files(folder, prefix):
     for line in path.read_text().splitlines():
       yield pickle.loads(base64.b64decode(line))
-
-
-def quiet_logs(options: PipelineOptions | None) -> None:
-  """Turns Beam's INFO lines off, as quiet as a local build, unless the options ask for them.
-
-  `default_sdk_harness_log_level` (WARNING where unset) sets the level of this process's
-  Beam loggers, where the program has not set one, and of the SDK workers of the runners that
-  pass the options on to them.
-
-  Args:
-    options: the build's pipeline options, given `default_sdk_harness_log_level=WARNING`
-      where they do not set it; None sets WARNING for this process's Beam loggers only.
-  """
-  if options is not None:
-    harness = options.view_as(WorkerOptions)
-    if harness.default_sdk_harness_log_level is None:
-      harness.default_sdk_harness_log_level = "WARNING"
-    level = harness.default_sdk_harness_log_level
-  else:
-    level = "WARNING"
-  beam_logger = logging.getLogger("apache_beam")
-  if beam_logger.level == logging.NOTSET:
-    beam_logger.setLevel(int(level) if str(level).isdecimal() else str(level).upper())
 
 
 def read_skips(folder: epath.PathLike) -> list[Skipped]:

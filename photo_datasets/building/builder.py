@@ -69,6 +69,7 @@ from photo_datasets.building import (
   scan,
   scan_cache,
   sharding,
+  tfrecord_files,
   unbuilt,
   writing,
 )
@@ -254,6 +255,10 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
             logging.debug("Wrote the Croissant description %s", path)
         self._write_report_page()
 
+  def _example_writer(self) -> tfds.core.ExampleWriter:
+    # TFDS's writes TFRecord files with TensorFlow, which each Beam worker writing shards imports.
+    return tfrecord_files.ExampleWriter(file_format=self.info.file_format)
+
   def is_prepared(self) -> bool:
     # TFDS's own warns that a version folder never made "has no dataset_info.json".
     return bool(self.data_path.exists() and super().is_prepared())
@@ -315,10 +320,11 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
                                    f"What to put there:{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
     build.executor = executors.LocalExecutor(self.workers)
     if build.beam:
-      from photo_datasets.building import beam_generation  # Needs apache_beam.
-      beam_generation.quiet_logs(download_config.beam_options)
+      from photo_datasets.building import beam_generation, beam_logs  # Need apache_beam.
+      runner = beam_logs.quiet(download_config.beam_options, download_config.beam_runner)
+      download_config = dataclasses.replace(download_config, beam_runner=runner)
       build.executor = beam_generation.BeamExecutor(
-          download_config.beam_runner, download_config.beam_options, self._beam_work_dir)
+          runner, download_config.beam_options, self._beam_work_dir)
     try:
       super()._download_and_prepare(dl_manager, download_config)
     finally:

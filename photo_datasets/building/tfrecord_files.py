@@ -8,15 +8,21 @@ each record is its length (uint64, little-endian), the masked CRC-32C of
 those 8 bytes, the record, and the masked CRC-32C of the record. The CRC
 comes from `google-crc32c`, Google's C implementation.
 `tests/test_writing.py` compares these files with TensorFlow's.
+
+`ExampleWriter` is TFDS's writer of a config's files with this one for
+TFRecord: the builder gives it to TFDS (`PhotoBuilder._example_writer`), so a
+Beam worker that writes a split's shards does not import TensorFlow either.
 """
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Iterable
+from typing import Any
 
 import google_crc32c
+import tensorflow_datasets as tfds
+from etils import epath
 
 _MASK_DELTA = 0xA282EAD8
 
@@ -26,9 +32,19 @@ def _masked_crc(data: bytes) -> bytes:
   return struct.pack("<I", (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF)
 
 
-def write(path: str | os.PathLike[str], records: Iterable[bytes]) -> None:
-  """Writes `records` as the TFRecord file `path` (uncompressed), on a local disk."""
-  with open(path, "wb") as f:
+def write(path: epath.PathLike, records: Iterable[bytes]) -> None:
+  """Writes `records` as the TFRecord file `path` (uncompressed), local or a bucket's."""
+  with epath.Path(path).open("wb") as f:
     for record in records:
       length = struct.pack("<Q", len(record))
       f.write(length + _masked_crc(length) + record + _masked_crc(record))
+
+
+class ExampleWriter(tfds.core.ExampleWriter):  # type: ignore[misc]  # TFDS ships no types.
+  """TFDS's writer of a config's record files; TFRecord files in plain Python (`write`)."""
+
+  def write(self, path: epath.PathLike, examples: Iterable[tuple[Any, bytes]]) -> Any:
+    if self.file_format != tfds.core.FileFormat.TFRECORD:
+      return super().write(path, examples)
+    write(path, (record for _, record in examples))
+    return None
