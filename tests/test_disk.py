@@ -216,3 +216,21 @@ def test_the_next_build_removes_and_reports_what_a_killed_build_left(tmp_path, c
   assert not list(config_dir.glob("incomplete.*"))
   clean = build("flowers_dataset/64", tmp_path / "clean", FLOWERS, workers=2)
   assert read_examples(rebuilt) == read_examples(clean)
+
+
+def test_a_bucket_builds_scratch_folder_is_checked_and_a_killed_builds_is_removed(tmp_path,
+                                                                                   monkeypatch):
+  """Where the data dir is a bucket's, the scan's keypoints wait in this machine's temporary
+  folder: its space is checked first, and what a killed build left there is removed."""
+  monkeypatch.setattr("tempfile.tempdir", os.fspath(tmp_path))
+  ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                         capture_output=True, text=True, check=True)
+  killed = tmp_path / f"photo_datasets-scratch-{ended.stdout.strip()}-abc"
+  running = tmp_path / f"photo_datasets-scratch-{os.getppid()}-def"  # Its process lives.
+  for folder in (killed, running):
+    (folder / "keypoints.x").mkdir(parents=True)
+  made = pathlib.Path(disk.scratch_folder("korean_food/224", needed=1))
+  assert made.parent == tmp_path and made.name.startswith(f"photo_datasets-scratch-{os.getpid()}-")
+  assert not killed.exists() and running.exists()
+  with pytest.raises(disk.NotEnoughDiskSpace, match="this machine's temporary folder"):
+    disk.scratch_folder("korean_food/224", needed=disk.free_bytes(tmp_path) + 10**12)

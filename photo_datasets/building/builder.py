@@ -48,6 +48,7 @@ import contextlib
 import dataclasses
 import gc
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
@@ -491,19 +492,31 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
   def _scan_source(self, source: epath.Path,
                    cache: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
     size = self.builder_config.image_size
+    local = disk.is_local(self.data_dir)
     # A bucket (gs://) holds no temporary file of ours.
-    converts_in_scan = bool(size) and disk.is_local(self.data_dir)
-    # Kept in `scan.scan`'s folder, which is local or none.
-    keeps_keypoints = self._series_order() is not None and disk.is_local(self.data_dir)
-    self._check_disk_space(*self._estimate_source(source), converts_in_scan=converts_in_scan,
-                           keeps_keypoints=keeps_keypoints)
+    converts_in_scan = bool(size) and local
+    series_order = self._series_order()
+    estimate = self._estimate_source(source)
+    self._check_disk_space(*estimate, converts_in_scan=converts_in_scan,
+                           keeps_keypoints=series_order is not None and local)
+    # The scan's workers keep the series keypoints in the build's folder; with a bucket's, in this
+    # machine's temporary folder where they run here, else with their results.
+    keypoints_in = os.fspath(self.data_dir) if local else None
+    scratch = None
+    if series_order is not None and not local and self._build.executor.on_this_machine:
+      scratch = keypoints_in = disk.scratch_folder(self._full_name,
+                                                   estimate[0] * series.KEYPOINTS_BYTES)
     report = BuildReport()
     listing = self._list_source(source, report)
     if size and converts_in_scan:
       self._build.converted = converted.ConvertedImages(size, self.data_dir)
-    photos = scan.scan(listing, report, executor=self._build.executor,
-                       converted=self._build.converted, series_position=self._series_order(),
-                       folder=self.data_dir if disk.is_local(self.data_dir) else None)
+    try:
+      photos = scan.scan(listing, report, executor=self._build.executor,
+                         converted=self._build.converted, series_position=series_order,
+                         folder=keypoints_in)
+    finally:
+      if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
     # Information only: no photo is left out for a flag.
     report.quality_flags = build_stats.flag_rows(photos)
     if cache:

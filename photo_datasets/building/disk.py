@@ -284,3 +284,35 @@ def remove_leftovers(config_dir: str) -> str | None:
     shutil.rmtree(path, ignore_errors=True)
   names = ", ".join(os.path.basename(p) for p in leftovers)
   return f"removed what an interrupted build left in {config_dir}: {names} ({_gb(freed)} freed)"
+
+
+_SCRATCH_PREFIX = "photo_datasets-scratch-"
+
+
+def scratch_folder(name: str, needed: int) -> str:
+  """A new folder of this process's in this machine's temporary folder (`$TMPDIR`), for what a
+  build whose data dir is a bucket's keeps on the way (the series keypoints); the caller
+  removes it. First removes those that builds killed before their end left there, then raises
+  `NotEnoughDiskSpace` where `needed` bytes will not fit."""
+  root = tempfile.gettempdir()
+  for entry in os.scandir(root):
+    owner = entry.name.removeprefix(_SCRATCH_PREFIX).split("-", 1)[0]
+    if entry.name.startswith(_SCRATCH_PREFIX) and owner.isdigit() and not _alive(int(owner)):
+      shutil.rmtree(entry.path, ignore_errors=True)
+  free = free_bytes(root)
+  if needed > free:
+    raise NotEnoughDiskSpace(errno.ENOSPC, (
+        f"Not enough disk space to build {name}: its scan keeps about {_gb(needed)} in {root}, "
+        f"this machine's temporary folder (the data dir is a bucket's), and {_gb(free)} is free "
+        "there. Free some space, or set TMPDIR to a folder with room."))
+  return tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-", dir=root)
+
+
+def _alive(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:  # Another user's.
+    return True
+  return True

@@ -204,9 +204,8 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
   The per-file work runs on `executor`, and so does the grouping of the near copies
   (`_ScanGroups`). With `converted`, the scan also converts each photo for its config where
   the scan's decode suffices. With `series_position`, it also finds the series, a class a
-  task: the workers keep the photos' keypoints in files of their own in `folder` (the
-  build's) or, where they share this machine, a temporary folder; else the keypoints travel
-  with the results.
+  task: the workers keep the photos' keypoints in files of their own in `folder`; without
+  one, the keypoints travel with the results.
 
   Args:
     candidates: the source's files, in location order. A file name seen again (a second copy
@@ -219,7 +218,8 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
       a sized config; None converts nothing.
     series_position: a file name's place in its class's natural order (None for a file that
       has none); None finds no series.
-    folder: the build's folder, where the workers keep the keypoints.
+    folder: where the workers keep the keypoints, which they all see (the build's folder, or
+      with a bucket's and workers on this machine, `disk.scratch_folder`); None for none.
 
   Returns:
     The valid photos sorted by name, each with the split of its group
@@ -239,9 +239,8 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
     report.warnings += _second_copies(twice)
 
   photos = []
-  # The workers keep the keypoints in files of their own until the series are found: in
-  # `folder`, or in a temporary folder where they share this machine.
-  keeps = series_position is not None and (folder is not None or executor.on_this_machine)
+  # The workers keep the keypoints in files of their own in `folder` until the series are found.
+  keeps = series_position is not None and folder is not None
   keypoints = tempfile.mkdtemp(prefix="keypoints.", dir=folder) if keeps else None
   inspect = _Inspect(converted.size if converted is not None else None,
                      series=series_position is not None,
