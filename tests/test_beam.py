@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import collections
+import dataclasses
 import json
 import logging
+import multiprocessing
+import os
 import pathlib
 import re
+import signal
+import uuid
+from typing import Any
 
 import apache_beam as beam
 import pytest
@@ -259,23 +264,22 @@ def test_a_batch_a_runner_ran_twice_counts_once_and_a_lost_one_stops_the_build(t
     beam_generation._gathered(epath.Path(folder), 3, "phase")
 
 
-_ATTEMPTS: collections.Counter[object] = collections.Counter()  # FnApiRunner: this process.
+@dataclasses.dataclass(frozen=True)
+class _AnswerByAttempt:
+  """An item (or a group) and which run of it this is, counted in files of `folder`, which
+  every process sees: the answer differs from one attempt to the next."""
 
+  folder: str
 
-def _answer_by_attempt(item: int) -> tuple[int, int]:
-  """An item and which run of it this is: the answer differs from one attempt to the next."""
-  _ATTEMPTS[item] += 1
-  return item, _ATTEMPTS[item]
+  def __call__(self, item: Any) -> tuple[Any, int]:
+    key = item[0] if isinstance(item, tuple) else item
+    pathlib.Path(self.folder, f"{key}-{uuid.uuid4().hex}").touch()
+    return (sum(item[1]) if isinstance(item, tuple) else item,
+            len(list(pathlib.Path(self.folder).glob(f"{key}-*"))))
 
 
 def _by_remainder(result: tuple[int, int]) -> tuple[tuple[int, int], list[tuple[str, int]]]:
-  return result, [(str(result[0] % 3), 1)]
-
-
-def _group_by_attempt(group: tuple[str, list[int]]) -> tuple[int, int]:
-  key, values = group
-  _ATTEMPTS[key] += 1
-  return sum(values), _ATTEMPTS[key]
+  return result, [(f"r{result[0] % 3}", 1)]
 
 
 def test_only_the_attempt_the_runner_commits_counts(tmp_path):
@@ -284,29 +288,54 @@ def test_only_the_attempt_the_runner_commits_counts(tmp_path):
   never whichever attempt's file is read last (which one that is, is chance: three builds)."""
   from photo_datasets.building import beam_generation, executors
 
-  grouping = executors.Grouping(split=_by_remainder, task=_group_by_attempt,
-                                on_crash=_group_by_attempt)
   for build_number in range(3):
-    _ATTEMPTS.clear()
+    counts = tmp_path / f"attempts{build_number}"
+    counts.mkdir()
+    answer = _AnswerByAttempt(os.fspath(counts))
+    grouping = executors.Grouping(split=_by_remainder, task=answer, on_crash=answer)
     executor = beam_generation.BeamExecutor(
         None, _fn_api_runner("--direct_runner_bundle_repeat=1"), tmp_path / f"work{build_number}")
-    results, groups = executor.map_and_group(
-        executors.Phase(_answer_by_attempt, range(300), _answer_by_attempt, 16), grouping)
+    results, groups = executor.map_and_group(executors.Phase(answer, range(300), answer, 16),
+                                             grouping)
     assert results == [(item, 2) for item in range(300)]
-    assert groups == {"0": (100, 2), "1": (100, 2), "2": (100, 2)}
+    assert groups == {"r0": (100, 2), "r1": (100, 2), "r2": (100, 2)}
+
+
+def _dies_on_13_when_alone(item: int) -> int:
+  """Kills its process on 13 where it runs apart (a worker's retry of its batch)."""
+  if item == 13 and multiprocessing.parent_process() is not None:
+    os.kill(os.getpid(), signal.SIGKILL)
+  return item * 2
+
+
+def _crashed(item: int) -> int:
+  return -item
+
+
+def test_a_task_that_kills_its_worker_on_a_retry_gets_the_crash_result_as_locally(tmp_path):
+  """As a local build: an item that kills its process, once its batch is retried (each item
+  then runs in a process of its own), gets `on_crash`'s result, and the others theirs. The
+  runner here runs each bundle twice, the first time in this process, where nothing dies."""
+  from photo_datasets.building import beam_generation
+
+  executor = beam_generation.BeamExecutor(
+      None, _fn_api_runner("--direct_runner_bundle_repeat=1"), tmp_path / "work")
+  mapped = executor.map(_dies_on_13_when_alone, range(40), on_crash=_crashed, chunk=8)
+  assert list(mapped) == [-13 if item == 13 else item * 2 for item in range(40)]
 
 
 def test_a_phase_s_job_graph_does_not_grow_with_the_corpus(tmp_path):
   """The scan's 150,513 candidates wait in the phase's folder; the graph holds each batch's
   place."""
-  from photo_datasets.building import beam_generation, scan
+  from photo_datasets.building import beam_generation, executors, scan
 
   executor = beam_generation.BeamExecutor(None, None, tmp_path / "work")
   candidate = "x" * 1_000  # About a candidate's pickled size.
   sizes = {}
   for count in (1_000, 150_513):
     pipeline = beam.Pipeline()
-    _ = pipeline | executor.phase(len, [candidate] * count, scan.PHOTOS_PER_TASK)
+    _ = pipeline | executor.phase(executors.Phase(len, [candidate] * count, len,
+                                                  scan.PHOTOS_PER_TASK))
     sizes[count] = len(pipeline.to_runner_api().SerializeToString())
   assert sizes[150_513] < 5_000_000, sizes
   assert sizes[150_513] - sizes[1_000] < 200_000, sizes

@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import pickle
@@ -40,6 +41,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 from etils import epath
 
+from photo_datasets.building import parallel
 from photo_datasets.building.converted import ConvertedImages
 from photo_datasets.building.executors import Grouping, Phase
 from photo_datasets.building.generation import (
@@ -230,19 +232,21 @@ class _RunBatches(_BundleLines):
   def __init__(self, folder: str):
     super().__init__(folder, "results")
     self._task: Callable[[Any], Any] | None = None
+    self._on_crash: Callable[[Any], Any] | None = None
     self._grouping: Grouping[Any, Any, Any] | None = None
 
   def setup(self) -> None:
-    self._task = pickle.loads(epath.Path(self._folder, "task.pickle").read_bytes())
+    self._task, self._on_crash = pickle.loads(
+        epath.Path(self._folder, "task.pickle").read_bytes())
     if (grouping := epath.Path(self._folder, "grouping.pickle")).exists():
       self._grouping = pickle.loads(grouping.read_bytes())
 
   def process(self, place: tuple[int, int, int]) -> Iterator[tuple[str, Any]]:
-    if self._task is None:
+    if self._task is None or self._on_crash is None:
       raise RuntimeError("_RunBatches.process ran before setup")
     index, start, length = place
     batch = _read_batch(os.path.join(self._folder, "items.pickle"), start, length)
-    results = [self._task(item) for item in batch]
+    results = _run_or_isolate(self._folder, f"batch-{index}", self._task, batch, self._on_crash)
     if self._grouping is None:
       self._lines.append(_result_line(index, (results, [])))
       return
@@ -271,7 +275,10 @@ class _RunGroups(_BundleLines):
     if self._grouping is None:
       raise RuntimeError("_RunGroups.process ran before setup")
     key, values = group
-    self._lines.append(_result_line(key, self._grouping.task((key, list(values)))))
+    name = f"group-{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+    (result,) = _run_or_isolate(self._folder, name, self._grouping.task, [(key, list(values))],
+                                self._grouping.on_crash)
+    self._lines.append(_result_line(key, result))
     yield from ()  # Its output is the line; Beam types a DoFn's output by what process returns.
 
 
@@ -307,11 +314,11 @@ class BeamExecutor:
     return iter(self.run_together([Phase(task, items, on_crash, chunk)])[0])
 
   def run_together(self, phases: Sequence[Phase[Any, Any]]) -> list[list[Any]]:
-    return self._run([self.phase(phase.task, phase.items, phase.chunk) for phase in phases])[0]
+    return self._run([self.phase(phase) for phase in phases])[0]
 
   def map_and_group(self, phase: Phase[Item, Result], grouping: Grouping[Result, Value, GroupResult]
                     ) -> tuple[list[Result], dict[str, GroupResult]]:
-    (results,), groups = self._run([self.phase(phase.task, phase.items, phase.chunk, grouping)])
+    (results,), groups = self._run([self.phase(phase, grouping)])
     return results, groups[0]
 
   def _run(self, transforms: list[RunPhase]) -> tuple[list[list[Any]], list[dict[str, Any]]]:
@@ -339,18 +346,21 @@ class BeamExecutor:
       with contextlib.suppress(OSError, ValueError):
         epath.Path(self.work_dir).rmdir()
 
-  def phase(self, task: Callable[[Item], Result], items: Iterable[Item], chunk: int,
+  def phase(self, phase: Phase[Item, Result],
             grouping: Grouping[Result, Any, Any] | None = None) -> RunPhase:
-    """The transform that maps `task` over `items`, `chunk` a batch (and groups the results'
-    values by `grouping`), once all are written into a folder of the work dir of their own."""
+    """The transform that maps the phase's task over its items, `chunk` a batch (and groups
+    the results' values by `grouping`), once all are written into a folder of the work dir
+    of their own."""
     self._phases += 1
     folder = epath.Path(self.work_dir) / f"phase-{self._phases}"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "task.pickle").write_bytes(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL))
+    (folder / "task.pickle").write_bytes(
+        pickle.dumps((phase.task, phase.on_crash), protocol=pickle.HIGHEST_PROTOCOL))
     if grouping is not None:
       (folder / "grouping.pickle").write_bytes(
           pickle.dumps(grouping, protocol=pickle.HIGHEST_PROTOCOL))
-    places = _write_batches(items, os.fspath(folder / "items.pickle"), chunk)
+    places = _write_batches(phase.items, os.fspath(folder / "items.pickle"), phase.chunk)
+    task = phase.task
     name = getattr(task, "__qualname__", type(task).__qualname__)
     return RunPhase(f"{name}-{self._phases}", folder, places, grouping)
 
@@ -378,6 +388,21 @@ class RunPhase(beam.PTransform):
                | "GroupByKey" >> beam.GroupByKey()
                | "RunGroups" >> beam.ParDo(_RunGroups(folder)).with_outputs(WRITTEN))
     return grouped[WRITTEN] | "Groups" >> _Committed(folder, "groups")
+
+
+def _run_or_isolate(folder: str, name: str, task: Callable[[Item], Result], items: list[Item],
+                    on_crash: Callable[[Item], Result]) -> list[Result]:
+  """`task` over `items` (a batch, or a group), here; where an earlier attempt of `name`
+  began (its worker died and the runner retries it, or the runner ran it again), each item in
+  a process of its own, and `on_crash`'s result for one that kills it twice, as a local build
+  does. The processes start by forkserver: this one runs the harness's gRPC threads, which a
+  fork would copy mid-call."""
+  began = epath.Path(folder, f".began-{name}")
+  if not began.exists():
+    began.touch()
+    return [task(item) for item in items]
+  return list(parallel.ordered_map(task, items, workers=2, on_crash=on_crash, chunk=1,
+                                   start_method="forkserver"))
 
 
 def _submission_environment_staged(options: PipelineOptions | None) -> None:

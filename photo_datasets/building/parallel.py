@@ -93,12 +93,13 @@ def check_workers(value: Any, name: str = "workers") -> int:
   return workers
 
 
-def _context() -> multiprocessing.context.BaseContext:
-  """`$PHOTO_DATASETS_START_METHOD` where set (a build's bytes do not depend
-  on it); else fork on Linux: it starts workers in milliseconds and shares the
-  loaded modules (its workers run no thread of their own); else the platform's
-  default, spawn on macOS and Windows, where fork is unsafe or missing."""
-  method = os.environ.get(START_METHOD_ENV, "").strip()
+def _context(method: str | None = None) -> multiprocessing.context.BaseContext:
+  """`method` where given; else `$PHOTO_DATASETS_START_METHOD` where set (a
+  build's bytes do not depend on it); else fork on Linux: it starts workers in
+  milliseconds and shares the loaded modules (its workers run no thread of
+  their own); else the platform's default, spawn on macOS and Windows, where
+  fork is unsafe or missing."""
+  method = method or os.environ.get(START_METHOD_ENV, "").strip()
   if method:
     methods = multiprocessing.get_all_start_methods()
     if method not in methods:
@@ -289,8 +290,9 @@ def _executor(context: multiprocessing.context.BaseContext, workers: int,
                                               initargs=(task, parent)), method)
 
 
-def _pool(task: Callable[[Any], Any], workers: int) -> futures.ProcessPoolExecutor:
-  context = _context()
+def _pool(task: Callable[[Any], Any], workers: int,
+          method: str | None = None) -> futures.ProcessPoolExecutor:
+  context = _context(method)
   method = context.get_start_method()
   if method != "fork" and _needs_main(task):
     context = multiprocessing.get_context(method)  # One that runs `__main__` in its workers.
@@ -322,9 +324,9 @@ class _Phase:
   """One `ordered_map`'s workers: a pool of its own (fork, or a task that needs `__main__`) or
   this process's kept pool, and what to do when a worker died."""
 
-  def __init__(self, task: Callable[[Any], Any], workers: int):
-    self.task, self.workers = task, workers
-    context = _context()
+  def __init__(self, task: Callable[[Any], Any], workers: int, method: str | None = None):
+    self.task, self.workers, self.method = task, workers, method
+    context = _context(method)
     self.key = (context.get_start_method(), workers)
     self.task_file: str | None = None
     pickled = None
@@ -332,7 +334,7 @@ class _Phase:
       with contextlib.suppress(Exception):  # Unpicklable: `_pool` says so where it matters.
         pickled = pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)
     if pickled is None or b"__main__" in pickled:
-      self.pool = _pool(task, workers)
+      self.pool = _pool(task, workers, method)
       return
     with _KEPT_LOCK:
       kept = _KEPT.get(self.key)
@@ -362,13 +364,13 @@ class _Phase:
     """A new pool, after a worker died (for the kept one: unless another phase made it)."""
     if self.task_file is None:
       self.pool.shutdown(wait=True, cancel_futures=True)
-      self.pool = _pool(self.task, self.workers)
+      self.pool = _pool(self.task, self.workers, self.method)
       return
     with _KEPT_LOCK:
       kept = _KEPT[self.key]
       if kept.executor is self.pool:
         kept.executor.shutdown(wait=True, cancel_futures=True)
-        kept.executor = _executor(_context(), self.workers, None)
+        kept.executor = _executor(_context(self.method), self.workers, None)
       self.pool = kept.executor
 
   def close(self) -> None:
@@ -408,6 +410,7 @@ def ordered_map(
     inline: Callable[[Item], bool] | None = None,
     chunk: int = _CHUNK,
     in_flight: int | None = None,
+    start_method: str | None = None,
 ) -> Iterator[Result]:
   """Yields `task(item)` for every item, in order, computed on `workers` processes.
 
@@ -420,6 +423,8 @@ def ordered_map(
       (work too small to pay for the transfer).
     chunk: items sent to a worker at a time (1 for large tasks).
     in_flight: chunks sent and not yet returned, at most; default 2 per worker.
+    start_method: how the workers start; default `_context`'s (forkserver for a process
+      that runs threads of its own, such as a Beam worker's gRPC, which fork cannot copy).
 
   Raises:
     WorkerStartError: the worker processes could not start.
@@ -429,7 +434,7 @@ def ordered_map(
     return
   pending: collections.deque[tuple[list[Item], futures.Future[list[Result]]]] = collections.deque()
   in_flight = in_flight or workers * _CHUNKS_IN_FLIGHT_PER_WORKER
-  phase = _Phase(task, workers)
+  phase = _Phase(task, workers, start_method)
   batch: list[Item] = []
 
   def send_chunk() -> None:
