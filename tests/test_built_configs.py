@@ -75,3 +75,10 @@ def test_what_names_nothing_is_said_in_one_line(tmp_path):
       pipeline.training_dataset(reference)
     with pytest.raises(SystemExit, match=says):
       verify.main([reference])
+
+
+def test_a_name_that_is_also_a_folder_without_a_build_stays_a_name(tmp_path, monkeypatch):
+  """From the package's own checkout, `korean_food` is a folder (the dataset's package)."""
+  (tmp_path / "korean_food").mkdir()
+  monkeypatch.chdir(tmp_path)
+  assert built.locate("korean_food") == built.Located("korean_food", None)

@@ -8,7 +8,7 @@ A built config is named as TFDS names it (`korean_food/224`,
 `korean_food/224:1.6.0`, in a data dir) or by its folder, absolute, relative or
 a bucket's: the version folder that holds its `dataset_info.json`, or the
 config folder above it (its newest version). A name that is also an existing
-folder is the folder, unless a data dir is given."""
+folder holding a build is the folder, unless a data dir is given."""
 
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def version_folder(name: str | os.PathLike[str],
   folder (the module's rule), wherever it lies; None where `name` is a name.
   Raises `NotBuiltError` for a folder without a built config."""
   reference = os.fspath(name)
-  if _NAME.fullmatch(reference) and (data_dir is not None or not os.path.isdir(reference)):
+  could_be_a_name = _NAME.fullmatch(reference) is not None
+  if could_be_a_name and (data_dir is not None or not os.path.isdir(reference)):
     return None
   folder = epath.Path(_absolute(os.path.expanduser(reference)))
   if not folder.is_dir():
@@ -68,6 +69,8 @@ def version_folder(name: str | os.PathLike[str],
     return folder
   versions = sorted((child for child in folder.iterdir() if (child / INFO_FILE).exists()),
                     key=lambda child: _version_key(child.name))
+  if not versions and could_be_a_name:  # A folder of that name holding no build (a package's).
+    return None
   if not versions:
     raise NotBuiltError(f"{folder} holds no built config: no {INFO_FILE} in it or in a version "
                         f"folder in it (a built config's folder is DATA_DIR/NAME/CONFIG/VERSION).")
