@@ -131,7 +131,6 @@ class ConvertPhotos(_BundleLines):
   def __init__(self, make: ExampleMaker, reader_type: type[Reader], batches_path: str,
                folder: str, split: str):
     super().__init__(folder, f"skipped-{split}")
-    self.folder = folder
     self._make, self._reader_type, self._batches_path = make, reader_type, batches_path
     self._reader: Reader | None = None
 
@@ -183,13 +182,14 @@ class ConvertSplit(beam.PTransform):
     sources = [(photo, converted.take(photo, make.image_size) if converted is not None else None)
                for photo in photos]
     self._places = _write_batches(sources, batches_path)
-    self._convert = ConvertPhotos(make, reader_type, batches_path, os.fspath(work_dir), split)
+    self._work_dir = os.fspath(work_dir)
+    self._convert = ConvertPhotos(make, reader_type, batches_path, self._work_dir, split)
 
   def expand(self, begin: beam.pvalue.PBegin) -> beam.PCollection:
     converted = (begin
                  | "Batches" >> beam.Create(self._places)
                  | "Convert" >> beam.ParDo(self._convert).with_outputs(WRITTEN, main="examples"))
-    _ = converted[WRITTEN] | "Skips" >> _Committed(self._convert.folder, "skipped")
+    _ = converted[WRITTEN] | "Skips" >> _Committed(self._work_dir, "skipped")
     return converted.examples
 
 

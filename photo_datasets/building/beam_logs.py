@@ -44,7 +44,7 @@ def quiet(options: PipelineOptions | None, runner: Any) -> Any:
   beam_logger = logging.getLogger("apache_beam")
   if beam_logger.level == logging.NOTSET:
     beam_logger.setLevel(int(level) if str(level).isdecimal() else str(level).upper())
-  if logging.getLevelName(beam_logger.getEffectiveLevel()) != "INFO":
+  if beam_logger.getEffectiveLevel() > logging.INFO:
     _add_once(logging.getLogger("absl"), _drop_tfds_beam_lines)
     _add_once(logging.getLogger("apache_beam.runners.portability.local_job_service"),
               _drop_no_semi_persistent)

@@ -423,8 +423,8 @@ def ordered_map(
       (work too small to pay for the transfer).
     chunk: items sent to a worker at a time (1 for large tasks).
     in_flight: chunks sent and not yet returned, at most; default 2 per worker.
-    start_method: how the workers start; default `_context`'s (forkserver for a process
-      that runs threads of its own, such as a Beam worker's gRPC, which fork cannot copy).
+    start_method: how the workers start; default `_context`'s. A process that runs threads of
+      its own (a Beam worker's gRPC) asks for forkserver: a fork would copy them mid-call.
 
   Raises:
     WorkerStartError: the worker processes could not start.
