@@ -67,8 +67,9 @@ def version_folder(name: str | os.PathLike[str],
                         "nor a folder.")
   if (folder / INFO_FILE).exists():
     return folder
-  versions = sorted((child for child in folder.iterdir() if (child / INFO_FILE).exists()),
-                    key=lambda child: _version_key(child.name))
+  versions = sorted((child for child in folder.iterdir()
+                     if tfds.core.Version.is_valid(child.name) and (child / INFO_FILE).exists()),
+                    key=lambda child: tfds.core.Version(child.name))
   if not versions and could_be_a_name:  # A folder of that name holding no build (a package's).
     return None
   if not versions:
@@ -81,10 +82,6 @@ def _absolute(path: str) -> str:
   """A local path made absolute once, here (TFDS's converters resolve a relative one
   elsewhere); a bucket's as it is."""
   return path if "://" in path else os.path.abspath(path)
-
-
-def _version_key(text: str) -> tuple[int, ...]:
-  return tuple(int(part) if part.isdigit() else -1 for part in text.split("."))
 
 
 def _in_layout(folder: epath.Path) -> Located:
