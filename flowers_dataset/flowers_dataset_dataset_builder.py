@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import pathlib
 import socket
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -15,6 +14,7 @@ from etils import epath
 
 from flowers_dataset.attributions import parse_attributions
 from photo_datasets import tfds_private
+from photo_datasets.archives import storage
 from photo_datasets.building import builder, generation
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images
@@ -168,16 +168,18 @@ class Builder(builder.PhotoBuilder[epath.Path]):
             f"{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
 
   def _list_source(self, source: epath.Path, report: BuildReport) -> Iterator[Candidate]:
-    for path in sorted(pathlib.Path(source).rglob("*")):
-      if not path.is_file():
-        continue
-      rel = path.relative_to(source).as_posix()
-      if path.name.startswith(".") or path.suffix.lower() not in images.IMAGE_SUFFIXES:
+    root = os.fspath(source)
+    files = [os.path.join(folder, name)
+             for folder, _, names in storage.walk(root) for name in names]
+    for path in sorted(files, key=lambda path: storage.relative(path, root).split("/")):
+      rel = storage.relative(path, root)
+      folder, _, name = rel.rpartition("/")
+      if name.startswith(".") or os.path.splitext(name)[1].lower() not in images.IMAGE_SUFFIXES:
         report.ignored_files += 1
-      elif path.parent.name not in _LABELS or path.parent.parent != pathlib.Path(source):
+      elif folder not in _LABELS:
         report.skip(rel, f"not in one of the class folders {', '.join(_LABELS)}")
       else:
-        yield Candidate(rel, (str(path),), span=Span(str(path)))  # The worker reads it.
+        yield Candidate(rel, (path,), span=Span(path))  # The worker reads it.
 
   def _series_order(self) -> Callable[[str], int | None]:
     return flickr_id

@@ -32,7 +32,7 @@ from typing import IO
 
 from korean_food import download
 from korean_food.names import decode_name, disk_name, member_name
-from photo_datasets.archives import zips
+from photo_datasets.archives import storage, zips
 from photo_datasets.archives.pieces import PiecedFile, whole_file
 from photo_datasets.photos.records import Span
 
@@ -217,7 +217,7 @@ def walk(source: download.Download | str | os.PathLike[str],
   for archive in source.archives:
     starts.setdefault(archive.covers[0], []).append(archive)
   for dirpath, filenames in source.folders:
-    rel = os.path.relpath(dirpath, source.root)
+    rel = storage.relative(dirpath, source.root)
     folder = () if rel == "." else tuple(disk_name(p) for p in rel.split(os.sep))
     for file in sorted(filenames, key=lambda name: (not first(name), name)):
       path = os.path.join(dirpath, file)
@@ -225,14 +225,14 @@ def walk(source: download.Download | str | os.PathLike[str],
         for archive in starts.get(path, []):
           yield from _walk_archive(archive, folder, first)
       elif _is_zip(file):
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
+        size = storage.size(path)
+        with storage.open_binary(path) as f:
           yield from _walk_top(f, size, folder + (disk_name(file),), (path,), first,
                                (whole_file(path, size), 0))
       else:
         corpus_file = CorpusFile(folder + (disk_name(file),), (path,), span=Span(path),
-                                 size=os.path.getsize(path))
-        yield corpus_file, functools.partial(_read_file, path)
+                                 size=storage.size(path))
+        yield corpus_file, functools.partial(storage.read_bytes, path)
 
 
 def _walk_archive(archive: download.Archive, folder: tuple[str, ...], first: Callable[[str], bool],
@@ -257,11 +257,6 @@ def _walk_top(f: zips.File, size: int, parts: tuple[str, ...], location: tuple[s
     yield from _walk_zip(zf, parts, location, first, disk, left_out)
   finally:
     zf.close()
-
-
-def _read_file(path: str) -> bytes:
-  with open(path, "rb") as f:
-    return f.read()
 
 
 class Reader:
@@ -293,8 +288,8 @@ class Reader:
       if len(location) == 1:
         source = download.open_archive(location[0])
         # Closed by `_close`.
-        fileobj: zips.File = open(source, "rb") if isinstance(source, str) else source
-        size = os.path.getsize(source) if isinstance(source, str) else source.size
+        fileobj: zips.File = storage.open_binary(source) if isinstance(source, str) else source
+        size = storage.size(source) if isinstance(source, str) else source.size
       else:
         parent = self._zip(location[:-1])
         info = parent.getinfo(location[-1])
@@ -308,7 +303,7 @@ class Reader:
 
   def read(self, location: tuple[str, ...]) -> bytes:
     if len(location) == 1:
-      return _read_file(location[0])
+      return storage.read_bytes(location[0])
     zf = self._zip(location[:-1])
     return _read_member(zf, zf.getinfo(location[-1]))
 

@@ -35,7 +35,7 @@ from korean_food.incomplete import DOWNLOAD_COMMAND as DOWNLOAD_COMMAND
 from korean_food.incomplete import DownloadError as DownloadError
 from korean_food.names import decode_name
 from photo_datasets.archives import pieces as pieced
-from photo_datasets.archives import tars, zips
+from photo_datasets.archives import storage, tars, zips
 
 PIECE = re.compile(r"^(?P<base>.+\.zip)\.part(?P<offset>\d+)$", re.IGNORECASE)
 
@@ -103,7 +103,7 @@ def locate(root: str | os.PathLike[str]) -> Download:
       message names what is missing and what arrived whole.
   """
   folders = []
-  for folder, dirs, files in os.walk(os.fspath(root)):
+  for folder, dirs, files in storage.walk(root):
     dirs.sort()
     folders.append((folder, tuple(sorted(files))))
   return Download(os.fspath(root), tuple(_archives(folders)), tuple(folders))
@@ -132,12 +132,12 @@ def _disk_pieces(folder: str,
                  names: Iterable[str] | None = None) -> dict[str, list[incomplete.Piece]]:
   """The pieces among the files `names` of `folder` (default: all), by zip name, in offset order."""
   groups: dict[str, list[incomplete.Piece]] = {}
-  for name in os.listdir(folder) if names is None else names:
+  for name in storage.listdir(folder) if names is None else names:
     match = PIECE.match(name)
     path = os.path.join(folder, name)
-    if match and os.path.isfile(path):
+    if match and storage.is_file(path):
       groups.setdefault(match["base"], []).append(incomplete.Piece(
-          path, int(match["offset"]), pieced.Extent(path, 0, os.path.getsize(path))))
+          path, int(match["offset"]), pieced.Extent(path, 0, storage.size(path))))
   return _in_offset_order(groups)
 
 
@@ -205,7 +205,7 @@ def _archives(folders: Iterable[Folder]) -> list[Archive]:
         if joined:
           archives.append(joined)
         else:
-          plain.setdefault((name.lower(), os.path.getsize(path)), path)
+          plain.setdefault((name.lower(), storage.size(path)), path)
       elif is_tar(name):
         from_pieces += _tar_archives(path)
   read: dict[tuple[str, int], str] = dict(plain)
@@ -231,7 +231,7 @@ def _examine(path: str, size: int, mtime_ns: int) -> Archive | str | None:
   """A zip on disk: None when it reads in place, an `Archive` when it is a
   name-order join, else why it cannot be read (a `DownloadError` message
   when it is the download cut short)."""
-  with open(path, "rb") as f:
+  with storage.open_binary(path) as f:
     problem = zips.members(f, size, decode_name, incomplete.CHECKED_GROUP_MEMBERS)
     if not isinstance(problem, str):
       # Its own directory agrees; where its group zips' do not, its last piece may have stayed
@@ -265,8 +265,7 @@ def examine(path: str) -> Archive | None:
   name-order join; None when it reads in place or is no zip of the download
   (a junk or broken group zip, skipped by the listing). Raises
   `DownloadError` for the download cut short."""
-  stat = os.stat(path)
-  found = _examine(path, stat.st_size, stat.st_mtime_ns)
+  found = _examine(path, *storage.stamp(path))
   return found if isinstance(found, Archive) else None
 
 
@@ -280,7 +279,7 @@ def zip_name(location: str) -> str:
 def open_archive(location: str) -> str | pieced.PiecedFile:
   """The zip named by a file's first location (`Archive.location`, or a zip on
   disk, given back as its path)."""
-  if os.path.isfile(location):
+  if storage.is_file(location):
     match = PIECE.match(os.path.basename(location))
     if match:
       return pieced.PiecedFile(
@@ -288,7 +287,7 @@ def open_archive(location: str) -> str | pieced.PiecedFile:
     archive = examine(location)
     return archive.open() if archive else location
   tar, member = location, ""
-  while tar and not os.path.isfile(tar):
+  while tar and not storage.is_file(tar):
     tar, _, last = tar.rpartition("/")
     member = f"{last}/{member}" if member else last
   folder, _, name = member.rpartition("/")

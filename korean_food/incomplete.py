@@ -9,12 +9,11 @@ import dataclasses
 import functools
 import itertools
 import math
-import os
 from collections.abc import Iterable, Sequence
 
 from korean_food.names import decode_name
 from photo_datasets.archives import pieces as pieced
-from photo_datasets.archives import tars, zips
+from photo_datasets.archives import storage, tars, zips
 
 DOWNLOAD_COMMAND = "aihubshell -mode d -datasetkey 79 -filekey 50036"
 # Local headers checked per zip: all of the download's 27, a sample of each group zip's.
@@ -117,7 +116,7 @@ def _problem(extents: tuple[pieced.Extent, ...], stamps: tuple[tuple[int, int], 
 
 
 def _stamps(paths: Iterable[str]) -> tuple[tuple[int, int], ...]:
-  return tuple((os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in paths)
+  return tuple(storage.stamp(p) for p in paths)
 
 
 def check_whole(extents: tuple[pieced.Extent, ...], name: str, form: str) -> None:

@@ -15,6 +15,8 @@ import io
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from photo_datasets.archives import storage
+
 
 @dataclasses.dataclass(frozen=True)
 class Extent:
@@ -58,7 +60,7 @@ class PiecedFile(ReadOnlyView):
       self._starts.append(total)
       total += extent.size
     super().__init__(total)
-    self._files: dict[str, io.FileIO] = {}
+    self._files: dict[str, io.BufferedReader | io.FileIO] = {}
 
   def readinto(self, buffer: Any) -> int:
     view, done = memoryview(buffer).cast("B"), 0
@@ -74,9 +76,9 @@ class PiecedFile(ReadOnlyView):
       done, self._pos = done + got, self._pos + got
     return done
 
-  def _file(self, path: str) -> io.FileIO:
+  def _file(self, path: str) -> io.BufferedReader | io.FileIO:
     if path not in self._files:
-      self._files[path] = io.FileIO(path, "rb")
+      self._files[path] = storage.open_binary(path, raw=True)
     return self._files[path]
 
   def close(self) -> None:

@@ -15,6 +15,7 @@ import os
 import tarfile
 from typing import IO
 
+from photo_datasets.archives import storage
 from photo_datasets.archives.pieces import Extent
 
 _BLOCK = 512
@@ -86,10 +87,10 @@ def read(path: str) -> Listing:
   """The members of the tar at `path` that start in it; where it stops if it
   was cut (in a member's data, or in a header at its end); and where a header
   is damaged, with the members after it found again."""
-  tar_size = os.path.getsize(path)
+  tar_size = storage.size(path)
   found: list[tarfile.TarInfo] = []
   damage: list[Damage] = []
-  with open(path, "rb") as f:
+  with storage.open_binary(path) as f:
     at = 0
     while True:
       members = _members(f, at)

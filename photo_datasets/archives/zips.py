@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import os
 import struct
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from typing import IO, Any, Protocol
 
+from photo_datasets.archives import storage
 from photo_datasets.archives.pieces import ReadOnlyView
 
 # signature, disk, central directory's disk, entries here, entries, directory size, directory
@@ -291,11 +291,11 @@ def read_member(path: str, header_offset: int, stored: int, method: int, crc: in
   limit = MAX_MEMBER_SIZE if file_size < 0 else file_size
   if max(stored, limit) > MAX_MEMBER_SIZE:
     raise too_large(max(stored, limit))
-  with open(path, "rb") as f:
+  with storage.open_binary(path) as f:
     start = data_start(f, header_offset)
     if start is None:
       raise OSError(f"no zip member at offset {header_offset} of {path}")
-    there = max(0, os.fstat(f.fileno()).st_size - start)
+    there = max(0, f.seek(0, io.SEEK_END) - start)
     if stored > there:  # Before a read of `stored` bytes allocates them.
       raise OSError(f"zip member truncated: {there} of {stored} bytes")
     raw = read_at(f, start, stored)

@@ -58,6 +58,7 @@ from absl import logging
 from etils import epath
 
 from photo_datasets import tfds_private
+from photo_datasets.archives import storage
 from photo_datasets.building import (
   cli,
   configs,
@@ -147,10 +148,10 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
 
   def _estimate_source(self, source: Source) -> tuple[int, int]:
     files = total = 0
-    for folder, _, names in os.walk(os.fspath(source)):
+    for folder, _, names in storage.walk(source):
       for name in names:
         if name.lower().endswith(images.IMAGE_SUFFIXES):
-          files, total = files + 1, total + os.path.getsize(os.path.join(folder, name))
+          files, total = files + 1, total + storage.size(os.path.join(folder, name))
     return files, total
 
   # The shared machinery.
@@ -217,7 +218,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
       config_dir = os.path.dirname(os.fspath(self.data_path))
       self._build = _Build()
       # Only before a build: a built copy still loads read-only.
-      if disk.is_local(config_dir) and not self.data_path.exists():
+      if storage.is_local(config_dir) and not self.data_path.exists():
         disk.check_writable(self._full_name, config_dir)
       waited = []
 
@@ -230,7 +231,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
         self._say(f"the build of {holder} ended without finishing (killed?); "
                   "this build takes over.")
 
-      local = disk.is_local(config_dir)
+      local = storage.is_local(config_dir)
       with (disk.config_lock(config_dir, wait, take_over) if local
             else contextlib.nullcontext(False)) as locked:
         if locked and (note := disk.remove_leftovers(config_dir)):
@@ -289,7 +290,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     built, self._built = self._built, None
     folder = os.fspath(self.data_path)
     if built is None:
-      if (self.is_prepared() and disk.is_local(folder) and os.access(folder, os.W_OK)
+      if (self.is_prepared() and storage.is_local(folder) and os.access(folder, os.W_OK)
           and not os.path.exists(os.path.join(folder, report_page.FILE_NAME))):
         try:
           print(f"{self._full_name}: wrote the missing report page {report_page.write(self)}",
@@ -427,8 +428,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
   def _scanned_splits(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
     source = self._find_source(dl_manager)
     manual_dir = manual_dir_or_none(dl_manager)
-    if manual_dir is not None and os.path.abspath(source).startswith(os.path.abspath(manual_dir)):
-      self._build.manual_dir = os.path.abspath(manual_dir)
+    if manual_dir is not None and storage.absolute(source).startswith(
+        storage.absolute(manual_dir)):
+      self._build.manual_dir = storage.absolute(manual_dir)
     photos, self._build.report = self._scan(source, _scan_cache_dir(dl_manager))
     if not photos:
       raise ValueError(self._nothing_usable(source))
@@ -492,7 +494,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
   def _scan_source(self, source: epath.Path,
                    cache: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
     size = self.builder_config.image_size
-    local = disk.is_local(self.data_dir)
+    local = storage.is_local(self.data_dir)
     # A bucket (gs://) holds no temporary file of ours.
     converts_in_scan = bool(size) and local
     series_order = self._series_order()
@@ -535,7 +537,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
         self.builder_config.image_size, photos, source_bytes, converts_in_scan=converts_in_scan,
         scan_keeps=photos * series.KEYPOINTS_BYTES if keeps_keypoints else 0)
     data_dir_root = os.fspath(tfds_private.data_dir_root(self))
-    if disk.is_local(data_dir_root):
+    if storage.is_local(data_dir_root):
       disk.preflight(self._full_name, data_dir_root, self._build.needed_bytes)
 
   def _nothing_usable(self, source: Source) -> str:
@@ -569,18 +571,13 @@ def _unhashed(path: epath.Path) -> str:
 def _scan_cache_dir(dl_manager: tfds.download.DownloadManager) -> epath.Path | None:
   """`<download dir>/scans`, unless that lies in the manual dir: user data,
   never written to (as with TFDS's test harness, where both are dummy_data)."""
-  cache_dir = _absolute(os.path.join(os.fspath(dl_manager.download_dir), "scans"))
+  cache_dir = storage.absolute(os.path.join(os.fspath(dl_manager.download_dir), "scans"))
   manual_dir = manual_dir_or_none(dl_manager)
   if manual_dir is not None:
-    manual = _absolute(os.fspath(manual_dir))
+    manual = storage.absolute(manual_dir)
     if cache_dir == manual or cache_dir.startswith(manual.rstrip("/") + "/"):
       return None
   return epath.Path(cache_dir)
-
-
-def _absolute(path: str) -> str:
-  """A local path made absolute; a bucket's (gs://...) as it is, not under this folder."""
-  return os.path.abspath(path) if disk.is_local(path) else path
 
 
 def _no_thumbnails(photos: list[records.Photo]) -> list[bytes | None]:

@@ -83,11 +83,6 @@ def free_bytes(path: str | os.PathLike[str]) -> int:
   return shutil.disk_usage(path).free
 
 
-def is_local(path: str | os.PathLike[str]) -> bool:
-  """A folder of this machine, not a bucket (gs://...) whose space is not ours to check."""
-  return "://" not in os.fspath(path)
-
-
 def stored_bytes(image_size: int | None, photos: int, source_bytes: int) -> int:
   """What a config's records take: the source photos themselves for `full`
   (stored unchanged, or converted to JPEG), else `photos` sized images."""
@@ -289,11 +284,12 @@ def remove_leftovers(config_dir: str) -> str | None:
 _SCRATCH_PREFIX = "photo_datasets-scratch-"
 
 
-def scratch_folder(name: str, needed: int) -> str:
+def scratch_folder(name: str, needed: int, what: str = "its scan keeps") -> str:
   """A new folder of this process's in this machine's temporary folder (`$TMPDIR`), for what a
-  build whose data dir is a bucket's keeps on the way (the series keypoints); the caller
-  removes it. First removes those that builds killed before their end left there, then raises
-  `NotEnoughDiskSpace` where `needed` bytes will not fit."""
+  build whose data dir is a bucket's keeps on the way (`what`: the scan's series keypoints, the
+  writer's serialized examples); the caller removes it. First removes those that builds killed
+  before their end left there, then raises `NotEnoughDiskSpace` where `needed` bytes will not
+  fit."""
   root = tempfile.gettempdir()
   for entry in os.scandir(root):
     owner = entry.name.removeprefix(_SCRATCH_PREFIX).split("-", 1)[0]
@@ -302,7 +298,7 @@ def scratch_folder(name: str, needed: int) -> str:
   free = free_bytes(root)
   if needed > free:
     raise NotEnoughDiskSpace(errno.ENOSPC, (
-        f"Not enough disk space to build {name}: its scan keeps about {_gb(needed)} in {root}, "
+        f"Not enough disk space to build {name}: {what} about {_gb(needed)} in {root}, "
         f"this machine's temporary folder (the data dir is a bucket's), and {_gb(free)} is free "
         "there. Free some space, or set TMPDIR to a folder with room."))
   return tempfile.mkdtemp(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-", dir=root)

@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
+from photo_datasets.archives import storage
 from photo_datasets.building import parallel
 from photo_datasets.building.converted import ConvertedImages
 from photo_datasets.building.worker_files import Written
@@ -49,8 +50,7 @@ class FileReader:
 
   def read(self, location: tuple[str, ...]) -> bytes:
     (path,) = location
-    with open(path, "rb") as f:
-      return f.read()
+    return storage.read_bytes(path)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,7 +30,7 @@ from typing import Any
 
 from etils import epath
 
-from photo_datasets.building import disk
+from photo_datasets.archives import storage
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, near_duplicates
 from photo_datasets.photos.records import Photo, Span
@@ -69,11 +69,11 @@ def _installed_version(distribution: str) -> str:
 def source_fingerprint(root: str) -> str:
   """Changes whenever a file under `root` is added, removed, resized or touched."""
   digest = hashlib.sha256(root.encode("utf-8", "surrogateescape"))
-  for folder, dirs, files in os.walk(root):
+  for folder, dirs, files in storage.walk(root):
     dirs.sort()
     for name in sorted(files):
-      stat = os.stat(os.path.join(folder, name))
-      digest.update(f"\0{folder}/{name}\0{stat.st_size}\0{stat.st_mtime_ns}".encode(
+      size, mtime_ns = storage.stamp(os.path.join(folder, name))
+      digest.update(f"\0{folder}/{name}\0{size}\0{mtime_ns}".encode(
           "utf-8", "surrogateescape"))
   return digest.hexdigest()
 
@@ -113,7 +113,7 @@ def save_scan(path: epath.Path, photos: list[Photo], report: BuildReport) -> Non
           for p in photos]
   text = json.dumps({"photos": rows, "report": report.as_metadata()})
   try:
-    if disk.is_local(path):
+    if storage.is_local(path):
       write_durably(os.fspath(path), text.encode("utf-8"))
     else:  # A bucket's object is written whole or not at all.
       path.parent.mkdir(parents=True, exist_ok=True)

@@ -43,7 +43,15 @@ from typing import Any, BinaryIO
 import tensorflow_datasets as tfds
 
 from photo_datasets import tfds_private
-from photo_datasets.building import generation, parallel, reproducible, tfrecord_files, worker_files
+from photo_datasets.archives import storage
+from photo_datasets.building import (
+  disk,
+  generation,
+  parallel,
+  reproducible,
+  tfrecord_files,
+  worker_files,
+)
 from photo_datasets.catalog import fingerprint
 from photo_datasets.catalog.build_report import Skipped
 from photo_datasets.photos.records import Photo
@@ -173,8 +181,7 @@ def write_split(
   """Writes the split's shards on `split.workers` processes; returns its `SplitInfo`
   as TFDS's writer gives it. Skipped photos go to `split.skipped`; each shard's
   SHA-256 (hex) to `sha256`, by file name."""
-  folder = os.path.join(os.fspath(filename_template.data_dir), f"{name}.spill")
-  os.makedirs(folder, exist_ok=True)
+  folder = _spill_folder(split, name, os.fspath(filename_template.data_dir))
   try:
     entries, spills = _serialize(split, name, folder, features, ignore_duplicates)
     shard_lengths = _write_shards(entries, spills, split.workers, filename_template, shard_config,
@@ -184,6 +191,20 @@ def write_split(
                                filename_template=filename_template)
   finally:
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def _spill_folder(split: generation.LocalSplit, name: str, data_dir: str) -> str:
+  """Beside the record files; where those go to a bucket, which holds no temporary file of
+  ours, in this machine's temporary folder."""
+  if storage.is_local(data_dir):
+    folder = os.path.join(data_dir, f"{name}.spill")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+  source_bytes = sum(photo.nbytes for photo in split.photos)
+  return disk.scratch_folder(
+      "/".join(data_dir.rstrip("/").split("/")[-3:-1]),  # DATASET/CONFIG of TFDS's layout.
+      disk.stored_bytes(split.make.image_size, len(split.photos), source_bytes),
+      what=f"its writer keeps the {name} split's examples,")
 
 
 def _serialize(split: generation.LocalSplit, name: str, folder: str, features: Any,

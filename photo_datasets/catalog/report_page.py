@@ -42,8 +42,10 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from etils import epath
 from PIL import Image, ImageOps
 
+from photo_datasets.archives import storage
 from photo_datasets.catalog import fingerprint
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.catalog.page_data import CSV_NAME, ClassRow, PageData, wanted_thumbnails
@@ -121,18 +123,17 @@ def data_uris(photos: Mapping[str, bytes]) -> dict[str, str]:
 def write_csv(path: str | os.PathLike[str], rows: Iterable[Mapping[str, Any]]) -> None:
   """`quality.csv`: one row per flagged photo (`CSV_FIELDS`); only the header where none is
   flagged."""
-  with open(path, "w", encoding="utf-8", newline="") as f:
-    writer = csv.DictWriter(f, CSV_FIELDS, extrasaction="ignore")
-    writer.writeheader()
-    writer.writerows(rows)
+  text = io.StringIO(newline="")
+  writer = csv.DictWriter(text, CSV_FIELDS, extrasaction="ignore")
+  writer.writeheader()
+  writer.writerows(rows)
+  epath.Path(path).write_bytes(text.getvalue().encode("utf-8"))  # A bucket's folder too.
 
 
 def write_files(folder: str | os.PathLike[str], page: PageData, photos: Mapping[str, bytes]) -> str:
   """Writes `report.html` and `quality.csv` into `folder`; returns the page's path."""
-  text = render(page, data_uris(photos))
   path = os.path.join(os.fspath(folder), FILE_NAME)
-  with open(path, "w", encoding="utf-8") as f:
-    f.write(text)
+  epath.Path(path).write_bytes(render(page, data_uris(photos)).encode("utf-8"))
   write_csv(os.path.join(os.fspath(folder), CSV_NAME), page.quality_flags)
   return path
 
@@ -232,9 +233,8 @@ def _skipped_images(source: str | None, names: Iterable[str]) -> dict[str, bytes
   found = {}
   for name in names:
     path = os.path.join(source, name) if source else ""
-    if path and os.path.isfile(path):
-      with open(path, "rb") as f:
-        found[name] = f.read()
+    if path and storage.is_file(path):
+      found[name] = storage.read_bytes(path)
   return found
 
 

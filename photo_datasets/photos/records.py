@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from photo_datasets.archives import zips
+from photo_datasets.archives import storage, zips
 from photo_datasets.photos import images, splits
 
 
@@ -55,8 +55,7 @@ class Span:
 
   def read(self) -> bytes:
     if self.zip_method is None:
-      with open(self.path, "rb") as f:
-        return f.read()
+      return storage.read_bytes(self.path)
     return zips.read_member(self.path, self.offset, self.size, self.zip_method, self.crc,
                             self.file_size)
 

@@ -23,6 +23,8 @@ from typing import Any
 import tensorflow_datasets as tfds
 from etils import epath
 
+from photo_datasets.archives import storage
+
 INFO_FILE = "dataset_info.json"
 # TFDS's names: `dataset`, `dataset/config`, either with `:version`.
 _NAME = re.compile(r"[a-z][a-z0-9_]*(/[\w.-]+)?(:[\d.*]+)?")
@@ -48,7 +50,7 @@ def locate(name: str | os.PathLike[str],
   built config, or one outside TFDS's layout `DATA_DIR/DATASET/CONFIG/VERSION`."""
   folder = version_folder(name, data_dir)
   if folder is None:
-    return Located(os.fspath(name), None if data_dir is None else _absolute(os.fspath(data_dir)))
+    return Located(os.fspath(name), None if data_dir is None else storage.absolute(data_dir))
   return _in_layout(folder)
 
 
@@ -61,7 +63,7 @@ def version_folder(name: str | os.PathLike[str],
   could_be_a_name = _NAME.fullmatch(reference) is not None
   if could_be_a_name and (data_dir is not None or not os.path.isdir(reference)):
     return None
-  folder = epath.Path(_absolute(os.path.expanduser(reference)))
+  folder = epath.Path(storage.absolute(os.path.expanduser(reference)))
   if not folder.is_dir():
     raise NotBuiltError(f"{reference} is neither a built config's name (e.g. korean_food/224) "
                         "nor a folder.")
@@ -78,10 +80,6 @@ def version_folder(name: str | os.PathLike[str],
   return versions[-1]
 
 
-def _absolute(path: str) -> str:
-  """A local path made absolute once, here (TFDS's converters resolve a relative one
-  elsewhere); a bucket's as it is."""
-  return path if "://" in path else os.path.abspath(path)
 
 
 def _in_layout(folder: epath.Path) -> Located:
