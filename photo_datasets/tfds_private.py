@@ -84,6 +84,12 @@ def filename_template(builder: Any, split: str) -> Any:
   return builder._get_filename_template(split)
 
 
+def final_file_name(name: str) -> str:
+  """The name of the file TFDS's writer writes under `name` until it is whole
+  (`py_utils.incomplete_files`: "incomplete.<32 hex digits>.<name>"), then renames."""
+  return name.split(".", 2)[2] if py_utils.is_incomplete_file(epath.Path(name)) else name
+
+
 def example_writer(builder: Any) -> Any:
   """The config's `tfds.core.ExampleWriter` (its file format)."""
   return builder._example_writer()

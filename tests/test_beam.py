@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import multiprocessing
@@ -64,9 +65,14 @@ def test_beam_build_equals_the_single_process_build(tmp_path, monkeypatch):
           == dict(built["single"].info.metadata)["skipped_files"])
   # The report page's thumbnails, made on the workers, are the local build's.
   assert _thumbnails(built["beam"]) == _thumbnails(built["single"]) != []
-  croissant = json.loads((pathlib.Path(built["beam"].data_dir) / "croissant.json").read_text())
-  described = {file["contentUrl"] for file in croissant["distribution"] if "sha256" in file}
-  assert described == {p.name for p in pathlib.Path(built["beam"].data_dir).glob("*.tfrecord-*")}
+  # Each record file's SHA-256, hashed by its writer as it wrote it, is its bytes'.
+  for mode in ("beam", "single"):
+    folder = pathlib.Path(built[mode].data_dir)
+    croissant = json.loads((folder / "croissant.json").read_text())
+    described = {file["contentUrl"]: file["sha256"] for file in croissant["distribution"]
+                 if "sha256" in file}
+    assert described == {path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+                         for path in folder.glob("*.tfrecord-*")}, mode
 
 
 def test_a_conversion_failure_is_reported_as_in_a_local_build(tmp_path, monkeypatch):
@@ -193,7 +199,6 @@ def test_the_job_graph_does_not_grow_with_the_corpus(tmp_path):
   """The photos wait in a file in the build's folder, not in the graph: a runner refuses a large
   job request (Dataflow: 10 MB), and a photo's record is about 1 KB."""
   import dataclasses
-  import hashlib
 
   from etils import epath
 
@@ -238,9 +243,9 @@ def test_every_phase_runs_on_beam_and_each_photo_is_decoded_once(tmp_path, monke
                       lambda data: scanned.append(len(data)) or real_inspect(data))
   beam_build = build("korean_food/224", tmp_path / "beam", SAMPLE, beam_options=_direct_runner())
 
-  # The scan with the near copies and each class's series, then (after TFDS's pipeline) the
-  # hashes and the thumbnails.
-  assert pipelines == [["_Inspect/_ScanGroups"], ["file_sha256", "_Thumbnails"]]
+  # The scan with the near copies and each class's series: the executor's one pipeline. The
+  # report page's thumbnails run in TFDS's, and its writers hash the record files they write.
+  assert pipelines == [["_Inspect/_ScanGroups"]]
   photos = sum(split.num_examples for split in beam_build.info.splits.values())
   # The scan opens every image file once and converts it from that decode; generation opens none.
   assert len(scanned) > photos > 30 and opened == scanned

@@ -41,6 +41,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 from etils import epath
 
+from photo_datasets import tfds_private
 from photo_datasets.building import parallel
 from photo_datasets.building.converted import ConvertedImages
 from photo_datasets.building.executors import Grouping, Phase
@@ -173,11 +174,14 @@ class ConvertSplit(beam.PTransform):
     work_dir: a folder in the build's folder, which every worker can read and write.
     split: the split's name, which names its files in `work_dir`.
     converted: the images the scan converted for the config, or None.
+    beside: phases (`BeamExecutor.take_beside`) to run in the same pipeline.
   """
 
   def __init__(self, photos: Sequence[Photo], make: ExampleMaker, reader_type: type[Reader],
-               work_dir: epath.PathLike, split: str, converted: ConvertedImages | None = None):
+               work_dir: epath.PathLike, split: str, converted: ConvertedImages | None = None,
+               beside: Sequence[RunPhase] = ()):
     super().__init__()
+    self._beside = list(beside)
     batches_path = os.path.join(os.fspath(work_dir), f"photos-{split}.pickle")
     sources = [(photo, converted.take(photo, make.image_size) if converted is not None else None)
                for photo in photos]
@@ -190,6 +194,8 @@ class ConvertSplit(beam.PTransform):
                  | "Batches" >> beam.Create(self._places)
                  | "Convert" >> beam.ParDo(self._convert).with_outputs(WRITTEN, main="examples"))
     _ = converted[WRITTEN] | "Skips" >> _Committed(self._work_dir, "skipped")
+    for phase in self._beside:
+      _ = begin | phase
     return converted.examples
 
 
@@ -306,6 +312,8 @@ class BeamExecutor:
   options: PipelineOptions | None
   work_dir: epath.PathLike  # In the build's folder, which the workers read and write.
   _phases: int = 0
+  # The phases `beside_generation` gave, until a `ConvertSplit` takes them into TFDS's pipeline.
+  _beside: list[RunPhase] = dataclasses.field(default_factory=list)
 
   on_this_machine = False  # Whatever the runner: a cluster's workers share the build's folder only.
 
@@ -321,6 +329,17 @@ class BeamExecutor:
     (results,), groups = self._run([self.phase(phase, grouping)])
     return results, groups[0]
 
+  def beside_generation(self, phases: Sequence[Phase[Any, Any]]
+                        ) -> Callable[[], list[list[Any]]]:
+    transforms = [self.phase(phase) for phase in phases]
+    self._beside += transforms
+    return lambda: self._results(transforms)[0]
+
+  def take_beside(self) -> list[RunPhase]:
+    """The phases waiting to run beside generation, for the `ConvertSplit` that adds them."""
+    taken, self._beside = self._beside, []
+    return taken
+
   def _run(self, transforms: list[RunPhase]) -> tuple[list[list[Any]], list[dict[str, Any]]]:
     """Runs the phases in one pipeline (`on_crash` unused: the runner retries a failed batch,
     then fails the pipeline); their results, and their groupings' by key."""
@@ -331,6 +350,16 @@ class BeamExecutor:
             if transform.places:
               _ = pipeline | transform
         _submission_environment_staged(self.options)
+    except BaseException:
+      self._remove(transforms)
+      raise
+    return self._results(transforms)
+
+  def _results(self, transforms: list[RunPhase]
+                ) -> tuple[list[list[Any]], list[dict[str, Any]]]:
+    """The results of the phases whose pipeline has run, and their groupings' by key; their
+    folders removed."""
+    try:
       results, groups = [], []
       for transform in transforms:
         phase_results, keys = _gathered(transform.folder, len(transform.places),
@@ -339,12 +368,15 @@ class BeamExecutor:
         groups.append(_gathered_groups(transform, keys) if transform.grouping else {})
       return results, groups
     finally:
-      for transform in transforms:
-        transform.folder.rmtree(missing_ok=True)
-      # Empty once its last phase has run; not yet while another phase's folder is there
-      # (etils raises ValueError for a bucket's folder that is not empty).
-      with contextlib.suppress(OSError, ValueError):
-        epath.Path(self.work_dir).rmdir()
+      self._remove(transforms)
+
+  def _remove(self, transforms: list[RunPhase]) -> None:
+    for transform in transforms:
+      transform.folder.rmtree(missing_ok=True)
+    # Empty once its last phase has run; not yet while another phase's folder is there
+    # (etils raises ValueError for a bucket's folder that is not empty).
+    with contextlib.suppress(OSError, ValueError):
+      epath.Path(self.work_dir).rmdir()
 
   def phase(self, phase: Phase[Item, Result],
             grouping: Grouping[Result, Any, Any] | None = None) -> RunPhase:
@@ -449,6 +481,17 @@ def _lines(folder: epath.Path, prefix: str) -> Iterator[tuple[Any, Any]]:
   for path in _committed_files(folder, prefix):
     for line in path.read_text().splitlines():
       yield pickle.loads(base64.b64decode(line))
+
+
+def written_hashes(folder: epath.PathLike) -> dict[str, str]:
+  """Record file name -> SHA-256, from the files that `tfrecord_files.ExampleWriter` wrote in
+  `folder`, each named as TFDS's Beam writer named the file before it renamed it. A file that
+  two attempts (a retried bundle) hashed differently is left out, and hashed again."""
+  found: dict[str, set[str]] = {}
+  if epath.Path(folder).exists():
+    for path in epath.Path(folder).iterdir():
+      found.setdefault(tfds_private.final_file_name(path.name), set()).add(path.read_text())
+  return {name: next(iter(hashes)) for name, hashes in sorted(found.items()) if len(hashes) == 1}
 
 
 def read_skips(folder: epath.PathLike) -> list[Skipped]:

@@ -51,7 +51,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import tensorflow_datasets as tfds
 from absl import logging
@@ -259,7 +259,10 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
 
   def _example_writer(self) -> tfds.core.ExampleWriter:
     # TFDS's writes TFRecord files with TensorFlow, which each Beam worker writing shards imports.
-    return tfrecord_files.ExampleWriter(file_format=self.info.file_format)
+    # On Beam, each file's hash is left where `_process_pipeline_result` reads it.
+    beam = getattr(self, "_build", _Build()).beam  # TFDS may ask before a build.
+    hashes = os.fspath(self._generation_dir / _HASHES) if beam else None
+    return tfrecord_files.ExampleWriter(file_format=self.info.file_format, hashes_folder=hashes)
 
   def is_prepared(self) -> bool:
     # TFDS's own warns that a version folder never made "has no dataset_info.json".
@@ -340,24 +343,22 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     # For the command that builds a sibling config (`unbuilt.build_command`).
     self.info.metadata["manual_dir"] = build.manual_dir
     split_of = {p.file_name: split for split, group in built.items() for p in group}
+    runs, (thumbnails,) = build.thumbnail_runs, build.thumbnails()
     # While the record files are still in the build's temporary folder (`data_path` until TFDS
-    # moves them, and the executor's work dir), on the executor: the files the writer did not
-    # hash, and the report page's thumbnails.
+    # moves them), on the executor: those the writer did not hash (its format is not ours).
     unhashed = [name for name in fingerprint.record_files(self.info)
                 if name not in build.record_sha256]
-    runs = self._thumbnail_runs(built, split_of)
-    make_thumbnails = _Thumbnails(square=bool(self.builder_config.image_size),
-                                  reader_type=self.READER)
-    hashes, thumbnails = build.executor.run_together([
-        executors.Phase(fingerprint.file_sha256, [self.data_path / name for name in unhashed],
-                        on_crash=_unhashed),
-        executors.Phase(make_thumbnails, runs, on_crash=_no_thumbnails)])
-    build.record_sha256.update(zip(unhashed, hashes, strict=True))
+    if unhashed:
+      (hashes,) = build.executor.run_together([executors.Phase(
+          fingerprint.file_sha256, [self.data_path / name for name in unhashed],
+          on_crash=_unhashed)])
+      build.record_sha256.update(zip(unhashed, hashes, strict=True))
     self.info.metadata[fingerprint.METADATA_KEY] = fingerprint.record(self.info, self.data_path,
                                                                       build.record_sha256)
     sizes = {name: split.num_examples for name, split in self.info.splits.items()}
     thumbnail_of = {p.file_name: small for run, made in zip(runs, thumbnails, strict=True)
-                    for p, small in zip(run, made, strict=True) if small}
+                    for p, small in zip(run, made, strict=True)
+                    if small and p.file_name in split_of}  # Not one generation skipped.
     # Printed by `download_and_prepare` once the page is written, with its path.
     self._built = _Built(build.report, sizes, split_of,
                          lambda names: {n: thumbnail_of[n] for n in names if n in thumbnail_of},
@@ -369,22 +370,22 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     return {split: [p for p in photos if p.file_name not in skipped]
             for split, photos in self._build.split_photos.items()}
 
-  def _thumbnail_runs(self, built: dict[str, list[records.Photo]],
-                      split_of: dict[str, str]) -> list[list[records.Photo]]:
+  def _thumbnail_runs(self, photos: list[records.Photo]) -> list[list[records.Photo]]:
     """The report page's photos in runs of `_Thumbnails`, in location order: read from the
-    source and framed as stored, a few reads instead of a pass over every record."""
+    source and framed as stored, a few reads instead of a pass over every record. Chosen from
+    the scan's report (generation changes none of the groups and flags the page shows)."""
     from photo_datasets.catalog import report_page  # Its own module, as in `_write_report_page`.
     from photo_datasets.catalog.page_data import wanted_thumbnails
 
+    split_of = {photo.file_name: photo.split for photo in photos}
     try:
-      wanted, _ = wanted_thumbnails(report_page.page_data(self, split_of))
+      wanted, _ = wanted_thumbnails(report_page.page_data(self, split_of, self._build.report))
     except Exception as e:  # The page is for a person to read: it never fails a build.
       logging.warning("Could not choose the build report page's thumbnails: %s: %s",
                       type(e).__name__, e)
       return []
-    photos = sorted((p for group in built.values() for p in group if p.file_name in wanted),
-                    key=lambda p: p.location)
-    return [photos[i:i + _THUMBNAILS_PER_TASK] for i in range(0, len(photos), _THUMBNAILS_PER_TASK)]
+    chosen = sorted((p for p in photos if p.file_name in wanted), key=lambda p: p.location)
+    return [chosen[i:i + _THUMBNAILS_PER_TASK] for i in range(0, len(chosen), _THUMBNAILS_PER_TASK)]
 
   @classmethod
   def class_descriptions(cls) -> dict[str, str]:
@@ -440,6 +441,12 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     self._build.report.empty_splits = [name for name, group in by_split.items() if not group]
     for name in self._build.report.empty_splits:
       logging.warning("%s: split %r would be empty and is left out.", self.name, name)
+    # The report page's thumbnails, made beside the records (on Beam: in their pipeline).
+    runs = self._build.thumbnail_runs = self._thumbnail_runs(photos)
+    make_thumbnails = _Thumbnails(square=bool(self.builder_config.image_size),
+                                  reader_type=self.READER)
+    self._build.thumbnails = self._build.executor.beside_generation(
+        [executors.Phase(make_thumbnails, runs, on_crash=_no_thumbnails)])
     return {name: self._generate_examples(source, group, name)
             for name, group in by_split.items() if group}
 
@@ -451,8 +458,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     self._build.source_path = os.fspath(source)
     if self._build.beam:
       from photo_datasets.building import beam_generation  # Needs apache_beam.
-      return beam_generation.ConvertSplit(photos, make, self.READER, self._beam_work_dir, split,
-                                          self._build.converted)
+      executor = cast(beam_generation.BeamExecutor, self._build.executor)
+      return beam_generation.ConvertSplit(photos, make, self.READER, self._generation_dir, split,
+                                          self._build.converted, beside=executor.take_beside())
     return generation.LocalSplit(photos, make, self.READER(), self._build.report.skipped_files,
                                  self.workers, self._build.converted)
 
@@ -461,9 +469,16 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     # In the build's temporary folder: the workers read it.
     return epath.Path(self.data_dir) / "beam-work"
 
+  @property
+  def _generation_dir(self) -> epath.Path:
+    # The `ConvertSplit`s' files, and the record files' hashes.
+    return self._beam_work_dir / "generation"
+
   def _process_pipeline_result(self, pipeline_result: Any) -> None:
     from photo_datasets.building import beam_generation
-    self._build.report.skipped_files += beam_generation.read_skips(self._beam_work_dir)
+    folder = self._generation_dir
+    self._build.record_sha256.update(beam_generation.written_hashes(folder / _HASHES))
+    self._build.report.skipped_files += beam_generation.read_skips(folder)
 
   def _scan(self, source: Source,
             cache_dir: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
@@ -586,6 +601,8 @@ def _no_thumbnails(photos: list[records.Photo]) -> list[bytes | None]:
 
 # Photos one task reads in location order through one reader, so an archive is opened once.
 _THUMBNAILS_PER_TASK = 16
+# Where a Beam build's writers leave each record file's SHA-256, in `_generation_dir`.
+_HASHES = "sha256"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -627,6 +644,10 @@ class _Build:
   split_generators: dict[str, Any] | None = None  # What `_split_generators` made.
   # File name -> SHA-256 of the record files the workers wrote, for the fingerprint.
   record_sha256: dict[str, str] = dataclasses.field(default_factory=dict)
+  # The report page's photos in runs, and the function that gives their thumbnails once the
+  # records are generated (`Executor.beside_generation`).
+  thumbnail_runs: list[list[records.Photo]] = dataclasses.field(default_factory=list)
+  thumbnails: Callable[[], list[list[Any]]] = lambda: [[]]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,8 +12,10 @@ build is the same bytes whichever runs it:
 * `beam_generation.BeamExecutor`: Beam pipelines on the runner of `tfds
   build --beam_pipeline_options=...`, one for the phases that run together
   (`run_together`, `map_and_group`: a phase and the grouping of its results'
-  values by key, on the workers); the items and the functions wait in files
-  in the build's folder, the job graph holds their places.
+  values by key, on the workers), and none for those that run beside the
+  records' generation (`beside_generation`: in TFDS's pipeline); the items and
+  the functions wait in files in the build's folder, the job graph holds
+  their places.
 
 Generation and the records' writing run on the same workers: through
 `LocalSplit` and `writing`, or as `beam_generation.ConvertSplit` in TFDS's
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -78,6 +81,13 @@ class Executor(Protocol):
     values its results gave (on Beam: one pipeline, the values grouped on the workers)."""
     ...
 
+  def beside_generation(self, phases: Sequence[Phase[Any, Any]]
+                        ) -> Callable[[], list[list[Any]]]:
+    """Independent phases that need nothing of the records; the function returned gives their
+    results as `run_together` does, once the records are generated (on Beam: run in TFDS's
+    pipeline, which `ConvertSplit` adds them to, so they start no pipeline of their own)."""
+    ...
+
   @property
   def on_this_machine(self) -> bool:
     """Whether the workers share this machine's disk (its temporary folders)."""
@@ -125,6 +135,10 @@ class LocalExecutor:
     grouped = self.map(grouping.task, [(key, by_key[key]) for key in keys],
                        on_crash=grouping.on_crash, chunk=1) if keys else iter(())
     return results, dict(zip(keys, grouped, strict=True))
+
+  def beside_generation(self, phases: Sequence[Phase[Any, Any]]
+                        ) -> Callable[[], list[list[Any]]]:
+    return functools.partial(self.run_together, list(phases))  # Run when asked: after it.
 
   @property
   def on_this_machine(self) -> bool:

@@ -15,8 +15,9 @@ whole build. Here the worker processes do it, in two passes over the split:
    `sharding` policy, or `--num_shards`), cuts them where TFDS cuts
    (`shard_utils.get_shard_boundaries`), and the workers write whole shards,
    each in the config's file format (TFRecord without TensorFlow:
-   `tfrecord_files`; the others with TFDS's `ExampleWriter`), and hash it (SHA-256, for
-   `croissant.json`) while it is still in memory's cache. A hash range's spill files are
+   `tfrecord_files`, which hashes each file as it writes it; the others with TFDS's
+   `ExampleWriter`, read back for the hash while still in memory's cache: SHA-256, for
+   `croissant.json` and the fingerprint). A hash range's spill files are
    removed once every shard that reads them is written, and a sixteenth of a
    split's shards at most are written at once, so the disk holds the split
    about once, as with TFDS's shuffle buckets.
@@ -146,10 +147,11 @@ class _WriteShard:
           raise OSError(f"{self.spills[spill]} ends before the record at {offset}")
         yield hkey, data
 
+    sha256 = None  # Hashed as it is written, where the writer is ours.
     try:
       if self.example_writer.file_format == tfds.core.FileFormat.TFRECORD:
         # Not TFDS's writer, which imports TensorFlow in every worker for it.
-        tfrecord_files.write(path, (record for _, record in records()))
+        sha256 = tfrecord_files.write(path, (record for _, record in records()))
         record_keys = None
       else:
         record_keys = self.example_writer.write(path, records())
@@ -160,7 +162,7 @@ class _WriteShard:
       if len(record_keys) != end - start:
         raise RuntimeError(f"{path}: {len(record_keys)} record keys for {end - start} records")
       tfds_private.write_record_index(path, record_keys)
-    return path, fingerprint.file_sha256(path)
+    return path, sha256 or fingerprint.file_sha256(path)
 
 
 def _shard_crashed(shard: _Shard) -> tuple[str, str]:

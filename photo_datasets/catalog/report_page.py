@@ -199,12 +199,14 @@ def _flag_names(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                                 if flag not in quality.FLAGS]
 
 
-def page_data(builder: Any, split_of: Mapping[str, str] | None = None) -> PageData:
-  """The page of the config `builder` has built, from its `info` (the build report and the
-  statistics in `info.metadata`); classes without counts in the metadata get none (0)."""
+def page_data(builder: Any, split_of: Mapping[str, str] | None = None,
+              report: BuildReport | None = None) -> PageData:
+  """The page of the config `builder` has built, from its `info` (the build report, unless
+  `report` is given, and the statistics in `info.metadata`); classes without counts in the
+  metadata get none (0)."""
   info = builder.info
   metadata = dict(info.metadata)
-  report = BuildReport.from_metadata(metadata)
+  report = report or BuildReport.from_metadata(metadata)
   names = list(info.features[_label_key(info)].names)
   descriptions: dict[str, str] = getattr(builder, "class_descriptions", dict)()
   splits = list(info.splits)
