@@ -31,6 +31,7 @@ import pathlib
 import subprocess
 import sys
 
+import cv2
 import numpy as np
 import pytest
 from PIL import Image, ImageOps
@@ -339,6 +340,129 @@ def test_features_kept_on_disk_group_as_in_memory(kfood):
     kept.close()
   with pytest.raises(ValueError, match="features must be"):
     series.FeatureFile().add(b"short")
+
+
+def _reference_counts(a: bytes, b: bytes) -> tuple[int, int, int]:
+  """Version 1.6.0's matching of two photos' features, every step taken whatever its answer: the
+  ratio matches from every descriptor distance (bytes' popcounts, not the words `series` counts),
+  then the similarity's and the homography's inliers (0 where a guard turns the fit away)."""
+  def parts(features: bytes) -> tuple[np.ndarray, np.ndarray]:
+    kept = np.frombuffer(features, dtype=series._KEYPOINT, offset=series.HISTOGRAM_BYTES)
+    where = np.stack([kept["x"], kept["y"]], axis=1).astype(np.float32) / np.float32(8)
+    return where, kept["descriptor"]
+
+  (where_a, descriptors_a), (where_b, descriptors_b) = parts(a), parts(b)
+  if len(where_a) < 3 or len(where_b) < 3:
+    return 0, 0, 0
+  distances = np.bitwise_count(descriptors_a[:, None, :] ^ descriptors_b[None, :, :]).sum(
+      axis=2, dtype=np.int64)
+  good, nearest = [], []
+  for row, row_distances in enumerate(distances):
+    first, second = np.argsort(row_distances, kind="stable")[:2]  # Ties: the first index.
+    if row_distances[first] < series._RATIO * row_distances[second]:
+      good.append(row)
+      nearest.append(first)
+  points_a, points_b = where_a[good], where_b[nearest]
+  similar = homography = 0
+  if len(good) >= 3:
+    cv2.setRNGSeed(0)
+    fit, mask = cv2.estimateAffinePartial2D(points_a, points_b, method=cv2.RANSAC,
+                                            ransacReprojThreshold=series._INLIER_PX,
+                                            maxIters=500, refineIters=0)
+    if fit is not None:
+      kept = mask.ravel().astype(bool)
+      scale = float(np.hypot(fit[0, 0], fit[1, 0]))
+      spread = float(points_a[kept].std(axis=0).min() * points_b[kept].std(axis=0).min()) ** 0.5
+      if series._SCALES[0] <= scale <= series._SCALES[1] and spread >= series._SPREAD_PX:
+        similar = int(kept.sum())
+  if len(good) > series._MODEL_POINTS:
+    cv2.setRNGSeed(0)
+    fit, mask = cv2.findHomography(points_a, points_b, cv2.USAC_MAGSAC, series._INLIER_PX,
+                                   maxIters=series._ITERATIONS, confidence=0.999)
+    if fit is not None and mask is not None:
+      kept = mask.ravel().astype(bool)
+      if kept.sum() > series._MODEL_POINTS and series._plausible(
+          np.asarray(fit, np.float64), points_a[kept], points_b[kept]):
+        homography = int(kept.sum())
+  return len(good), similar, homography
+
+
+def _reference_inliers(counts: tuple[int, int, int], least: int) -> int:
+  """Version 1.6.0's `inliers(a, b, least)` from `_reference_counts`: nothing below `least` (at
+  least 3) ratio matches, the similarity where it reaches `least` or the matches are too few for a
+  homography, else the better of the two."""
+  matches, similar, homography = counts
+  if matches < max(least, 3):
+    return 0
+  if similar >= least or matches <= series._MODEL_POINTS:
+    return similar
+  return max(similar, homography)
+
+
+_LEASTS = (3, series.CLOSE_INLIERS, series.MIN_INLIERS, series.STRONG_INLIERS)
+
+
+def _same_as_the_reference(pairs: list[tuple[bytes, bytes]]) -> tuple[int, int]:
+  """Asserts that `series.inliers` decides each pair as the reference does for every need of the
+  rule, and counts as it does from 3; the pairs joined at some need and the homography's joins."""
+  joined = by_homography = 0
+  for a, b in pairs:
+    counts = _reference_counts(a, b)
+    assert series.inliers(a, b) == _reference_inliers(counts, 3)
+    for least in _LEASTS:
+      reference = _reference_inliers(counts, least) >= least
+      assert (series.inliers(a, b, least) >= least) == reference, (counts, least)
+      joined += reference
+      by_homography += reference and counts[1] < least
+  return joined, by_homography
+
+
+def _window(names: list[str], position) -> list[tuple[int, int]]:
+  """The pairs `series.scored_links` compares: one class, at most `WINDOW` apart in order."""
+  order = sorted((class_folder(n), position(n), i) for i, n in enumerate(names)
+                 if position(n) is not None)
+  return [(min(i, j), max(i, j)) for k, (folder, _, i) in enumerate(order)
+          for other, _, j in order[k + 1:k + 1 + series.WINDOW] if other == folder]
+
+
+def _reference_links(names, features, position) -> list[tuple[int, int]]:
+  found = []
+  for i, j in _window(names, position):
+    needed = series.RULE.inliers_needed(series.overlap(features[i], features[j]))
+    if needed is not None and (needed == 0 or _reference_inliers(
+        _reference_counts(features[i], features[j]), needed) >= needed):
+      found.append((i, j))
+  return sorted(found)
+
+
+@pytest.mark.real_photos
+def test_the_matching_decides_as_every_step_taken_would(kfood, close_ups, second_shots):
+  """What `series` skips changes no decision: the window's pairs of the real photos, each photo
+  beside its close-ups and each held-out second shot beside its photo, matched by the reference
+  (every distance, both fits, whatever their answer): the same join at every need of the rule,
+  the same count from 3, and the same links (the runs' matching)."""
+  names, features, _ = kfood
+  window = [(features[i], features[j]) for i, j in _window(names, series_position)]
+  made = [pair for kind in close_ups.values() for pair in zip(features, kind, strict=True)]
+  made += [pair for pairs in second_shots.values() for pair in pairs]
+  assert len(window) == 138 and len(made) > 200
+  joined, by_homography = _same_as_the_reference(window + made)
+  assert joined > 500 and by_homography > 0  # Both fits' joins are among them.
+  assert (links(names, features, series_position, class_folder)
+          == _reference_links(names, features, series_position) != [])
+
+
+def test_the_flowers_are_matched_as_every_step_taken_would():
+  """The window's pairs of the 100 sample flowers (in Flickr id order), as the reference matches
+  them (`test_the_matching_decides_as_every_step_taken_would`)."""
+  paths = sorted(FLOWERS.glob("*/*.jpg"))
+  names = [f"{p.parent.name}/{p.name}" for p in paths]
+  features = [_features(p.read_bytes()) for p in paths]
+  window = _window(names, flickr_id)
+  assert len(window) == 350
+  _same_as_the_reference([(features[i], features[j]) for i, j in window])
+  assert links(names, features, flickr_id, class_folder) == _reference_links(
+      names, features, flickr_id) == []
 
 
 @pytest.mark.real_photos
