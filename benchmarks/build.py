@@ -271,7 +271,7 @@ def series_costs(count: int, total: int = 150_513) -> None:
 # The series rule of today and version 1.5.0's (a similarity alone, and colour below BAND never
 # joined), grouped side by side in one run: the cost of the change, everything counted.
 _RULES: dict[str, tuple[Any, dict[str, Any]]] = {
-    "version 1.5.0's rule": ("1.5.0", {"_homography": lambda points_a, points_b: 0}),
+    "version 1.5.0's rule": ("1.5.0", {"_homography": lambda points_a, points_b, least: 0}),
     "today's rule": ("today", {}),
 }
 

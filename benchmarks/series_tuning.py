@@ -360,7 +360,7 @@ def second_shots() -> dict[str, Any]:
   result: dict[str, Any] = {}
   arms = [(f"STRONG_INLIERS {strong or 'never'}", strong, {}) for strong in STRONGS]
   arms.append(("version 1.5.0's rule (a similarity alone, never below BAND)", None,
-               {"_homography": lambda points_a, points_b: 0}))
+               {"_homography": lambda points_a, points_b, least: 0}))
   for arm, strong, patches in arms:
     rule = series.Rule(strong_inliers=strong)
     row = {}

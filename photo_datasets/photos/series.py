@@ -318,6 +318,9 @@ def _keypoints(features: bytes) -> _Keypoints:
       np.ascontiguousarray(keypoints["descriptor"]).view(np.uint64).T)
 
 
+_FARTHEST = np.iinfo(np.uint16).max  # Past any distance of 256 bits: the nearest set aside.
+
+
 def _ratio_matches(a: npt.NDArray[np.uint64],
                    b: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.intp], ...]:
   """Keypoints of a whose nearest descriptor of b (Hamming distance) is clearly nearer than
@@ -330,7 +333,7 @@ def _ratio_matches(a: npt.NDArray[np.uint64],
   nearest = distances.argmin(axis=1)
   rows = np.arange(len(distances))
   first = distances[rows, nearest]
-  distances[rows, nearest] = np.iinfo(np.uint16).max
+  distances[rows, nearest] = _FARTHEST
   good = np.flatnonzero(first < _RATIO * distances.min(axis=1))
   return good, nearest[good]
 
@@ -360,7 +363,11 @@ def _plausible(fit: npt.NDArray[np.float64], points_a: npt.NDArray[np.float32],
   return bool(spread >= _SPREAD_PX)
 
 
-def _similarity(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.float32]) -> int:
+def _similarity(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.float32],
+                least: int = 0) -> int:
+  """The similarity's inliers, 0 where its scale or their spread is implausible, or where they
+  are 3 or more but fewer than `least`: no guard would bring them to it. (Counts below 3 keep
+  their guards: `inliers` reports them.)"""
   cv2.setRNGSeed(0)  # RANSAC's samples: the same photos, the same count.
   fit, mask = cv2.estimateAffinePartial2D(points_a, points_b, method=cv2.RANSAC,
                                           ransacReprojThreshold=_INLIER_PX, maxIters=500,
@@ -368,12 +375,17 @@ def _similarity(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.floa
   if fit is None:
     return 0
   kept = mask.ravel().astype(bool)
+  if 3 <= kept.sum() < least:
+    return 0
   scale = float(np.hypot(fit[0, 0], fit[1, 0]))
   spread = float(points_a[kept].std(axis=0).min() * points_b[kept].std(axis=0).min()) ** 0.5
   return int(kept.sum()) if _SCALES[0] <= scale <= _SCALES[1] and spread >= _SPREAD_PX else 0
 
 
-def _homography(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.float32]) -> int:
+def _homography(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.float32],
+                least: int) -> int:
+  """The homography's inliers, 0 where they are its own sample alone, fewer than `least` or
+  implausible: its guards only for a count that would decide."""
   cv2.setRNGSeed(0)  # MAGSAC's samples too: the same photos, the same count.
   fit, mask = cv2.findHomography(points_a, points_b, cv2.USAC_MAGSAC, _INLIER_PX,
                                  maxIters=_ITERATIONS, confidence=0.999)
@@ -381,7 +393,7 @@ def _homography(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.floa
     return 0
   kept = mask.ravel().astype(bool)
   count = int(kept.sum())
-  if count <= _MODEL_POINTS:
+  if count <= _MODEL_POINTS or count < least:
     return 0
   return count if _plausible(np.asarray(fit, np.float64), points_a[kept], points_b[kept]) else 0
 
@@ -389,7 +401,12 @@ def _homography(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.floa
 def _fit(a: _Keypoints, b: _Keypoints, least: int) -> int:
   """The inliers of the better of two models of a second shot: a similarity (a zoom or a turn, which
   its 2-point samples find on few matches, where a homography's 4 can settle on a wrong fit) and a
-  homography (a tilt: the plate seen from higher or from a side, which a similarity cannot map)."""
+  homography (a tilt: the plate seen from higher or from a side, which a similarity cannot map).
+
+  Each step runs only where it can still bring the count to `least`, the need it is compared with:
+  no fit on fewer ratio matches, no homography where the similarity reaches it, and no guards for a
+  model's count short of it. Whether the count reaches `least` is what every step would give; a
+  count from 3 below it may read 0 (for `least` 3, every count is as every step would give)."""
   (where_a, descriptors_a), (where_b, descriptors_b) = a, b
   if len(where_a) < 3 or len(where_b) < 3:
     return 0
@@ -397,17 +414,17 @@ def _fit(a: _Keypoints, b: _Keypoints, least: int) -> int:
   if len(good) < max(least, 3):  # Too few matches to make `least` inliers: no geometry to fit.
     return 0
   points_a, points_b = where_a[good], where_b[nearest]
-  similar = _similarity(points_a, points_b)
+  similar = _similarity(points_a, points_b, least)
   if similar >= least or len(good) <= _MODEL_POINTS:  # Enough already, or too few for a homography.
     return similar
-  return max(similar, _homography(points_a, points_b))
+  return max(similar, _homography(points_a, points_b, least))
 
 
 def inliers(a: bytes, b: bytes, least: int = 3) -> int:
   """How many keypoints of two photos' features fit one change of viewpoint (`_fit`): many for
   two shots of one plate, even at another zoom, angle or light, few for two plates that only
   share their colours. 0 when fewer than `least` keypoints match at all (they could not make
-  `least` inliers)."""
+  `least` inliers); a count from 3 below `least` may read 0 too."""
   return _fit(_keypoints(a), _keypoints(b), least)
 
 
