@@ -409,8 +409,8 @@ def test_bundles_a_runner_runs_again_count_once(tmp_path, request, monkeypatch, 
   written: list[tuple[int, int]] = []  # Per read: the files every attempt wrote, those read.
   real_committed_files = beam_generation._committed_files
 
-  def counted(folder, prefix, required=True):
-    read = real_committed_files(folder, prefix, required)
+  def counted(folder, prefix):
+    read = real_committed_files(folder, prefix)
     written.append((len(list(folder.glob(f"{prefix}-*"))), len(read)))
     return read
 

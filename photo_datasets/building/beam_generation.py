@@ -94,7 +94,9 @@ class _BundleLines(beam.DoFn):
 class _Committed(beam.PTransform):
   """The names of the files that the committed attempts of `_BundleLines`'s bundles wrote,
   written as one file `committed-<prefix>-<unique>` in `folder` (a retry of this step writes
-  the same names again)."""
+  the same names again); none where no bundle wrote one. One `GroupByKey`: lighter to build
+  and run than a global combine (`ToList`), whose default for an empty input takes stages of
+  its own."""
 
   def __init__(self, folder: str, prefix: str):
     super().__init__()
@@ -102,25 +104,23 @@ class _Committed(beam.PTransform):
 
   def expand(self, names: beam.PCollection) -> beam.PCollection:
     return (names
-            | "AllNames" >> beam.combiners.ToList()
+            | "Keyed" >> beam.WithKeys(0)
+            | "AllNames" >> beam.GroupByKey()
             | "Write" >> beam.Map(_write_committed, self._folder, self._prefix))
 
 
-def _write_committed(names: list[str], folder: str, prefix: str) -> None:
+def _write_committed(keyed: tuple[int, Iterable[str]], folder: str, prefix: str) -> None:
+  names = keyed[1]
   name = f"committed-{prefix}-{uuid.uuid4().hex}"
   written = epath.Path(folder, f".{name}.incomplete")
   written.write_text("".join(f"{line}\n" for line in sorted(names)))
   written.rename(epath.Path(folder, name))
 
 
-def _committed_files(folder: epath.Path, prefix: str, required: bool = True) -> list[epath.Path]:
-  """The files of `prefix` (`results`, `skipped`, ...) that committed attempts wrote in `folder`;
-  where no list of them was written (no pipeline of theirs ended), a RuntimeError if
-  `required`."""
+def _committed_files(folder: epath.Path, prefix: str) -> list[epath.Path]:
+  """The files of `prefix` (`results`, `skipped`, ...) that committed attempts wrote in `folder`
+  (a phase's reader counts its batches and keys: one missing stops the build)."""
   lists = sorted(folder.glob(f"committed-{prefix}-*")) if folder.exists() else []
-  if not lists and required:
-    raise RuntimeError(f"no list of the committed {prefix} files in {folder}: did its pipeline "
-                       "end?")
   names = {name for path in lists for name in path.read_text().split()}
   return [folder / name for name in sorted(names)]
 
@@ -499,7 +499,7 @@ def read_skips(folder: epath.PathLike) -> list[Skipped]:
   batch files too."""
   folder = epath.Path(folder)
   skipped: dict[Skipped, None] = {}
-  for path in _committed_files(folder, "skipped", required=False):
+  for path in _committed_files(folder, "skipped"):
     skipped.update((Skipped(**json.loads(line)), None)
                    for line in path.read_text().splitlines() if line)
   folder.rmtree(missing_ok=True)
