@@ -27,7 +27,8 @@ and with TFDS's own writer side by side: `224` (scan included) then `full`
 process's CPU seconds over B - A photos.
 
 `--steps` times instead each step of one photo's work on one core (the scan's
-decode and hashes, the conversion, SHA-256, the naive loop's decode).
+decode and hashes, its quality scores and series features, the conversion,
+SHA-256, the naive loop's decode).
 
 `--near_duplicates` measures instead the cost of the near-duplicate rule: the
 perceptual hashes per photo (the scan with them against the scan without) and
@@ -109,7 +110,7 @@ def _naive(data: bytes) -> None:
 
 def steps(count: int) -> None:
   """Where one photo's time goes, step by step, on one core (photos in memory)."""
-  from photo_datasets.photos import images, near_duplicates, splits
+  from photo_datasets.photos import images, near_duplicates, quality, series, splits
   name, photos = benchmark_corpus.photos(count)
   scanned = [images.decode_and_inspect(data) for data in photos]
 
@@ -123,6 +124,9 @@ def steps(count: int) -> None:
       "scan: one decode (224 px kept), check and hashes": (images.decode_and_inspect, photos),
       "  of which the near-copy hashes": (near_duplicates.photo_hashes,
                                           [pixels for _, pixels in scanned]),
+      "scan: quality scores": (quality.measure, [pixels for _, pixels in scanned]),
+      "scan: series features (colour and keypoints)": (series.describe,
+                                                       [pixels for _, pixels in scanned]),
       "scan: SHA-256": (splits.content_digest, photos),
       "conversion to 224 from the scan's pixels": (
           lambda item: images.encode_image(b"", item[0], size=224, decoded=item[1]), scanned),
