@@ -17,7 +17,7 @@ import os
 from korean_food import incomplete
 from korean_food.names import decode_name
 from photo_datasets.archives import pieces as pieced
-from photo_datasets.archives import zips
+from photo_datasets.archives import storage, zips
 
 # The round sizes tried first: where the last piece by name is also the last by offset, the end
 # record lies at the file's end whatever the piece size, and only these are found.
@@ -66,12 +66,15 @@ def _joined(path: str, size: int, piece_size: int) -> tuple[list[pieced.Extent],
   offsets = pieced.text_order(size, piece_size)
   first, second = next((a, b) for a, b in itertools.pairwise(offsets) if a > b)
   name = os.path.basename(path)
+  repair = (f"`python -m korean_food repair {path}` puts it in order in place (no extra disk)"
+            if storage.is_local(path) else
+            "`python -m korean_food repair` puts a copy of it on a disk in order in place (a "
+            "bucket's file cannot be rewritten)")
   return extents, (
       f"{path} is the download's {len(extents)} pieces of {pieced.size_in_words(piece_size)} "
       f"joined in name order (as text, {name}.part{first} sorts before {name}.part{second}): "
       f"its bytes are all there, and the build reads it in the right order as it is. Other "
-      f"tools cannot open it; `python -m korean_food repair {path}` puts it in order in place "
-      f"(no extra disk).")
+      f"tools cannot open it; {repair}.")
 
 
 def _cut_from_start(f: zips.Seekable, size: int) -> bool:

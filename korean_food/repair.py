@@ -11,7 +11,7 @@ import os
 from typing import IO
 
 from korean_food import download
-from photo_datasets.archives import zips
+from photo_datasets.archives import storage, zips
 from photo_datasets.archives.pieces import size_in_words
 
 _REPAIR_CHUNK = 64 << 20
@@ -31,8 +31,11 @@ def repair(path: str) -> str:
 
   Raises:
     DownloadError: the file is a download cut short (`download.examine`).
-    OSError: the file cannot be read or written.
+    OSError: the file cannot be read or written, or lies in a bucket.
   """
+  if not storage.is_local(path):
+    raise OSError(f"{path} lies in a bucket, whose files cannot be rewritten in place: repair a "
+                  "copy on a disk, then upload it again (the build reads it as it is).")
   archive = download.examine(path)
   if archive is None:
     return f"{path} reads as a zip already: nothing to do."

@@ -117,3 +117,24 @@ def test_a_bucket_s_zip_is_read_through_a_buffer(monkeypatch):
     walked = [(file.parts, read()) for file, read in corpus.walk("gs://bucket/manual")]
   assert walked == local and len(local) > 40
   assert 0 < len(reads) < len(local) / 2
+
+
+def test_a_name_order_join_in_a_bucket_is_read_in_order_and_repaired_only_on_a_disk(tmp_path):
+  """A `kfood.zip` joined in name order, uploaded as it is: read in the right order from the
+  bucket, with a warning whose repair needs a copy on a disk, and `repair` says so."""
+  from korean_food import corpus, download, repair
+  from photo_datasets import testing
+
+  joined = tmp_path / "joined" / "kfood.zip"
+  joined.parent.mkdir()
+  testing.join_in_name_order(
+      testing.write_pieces(SAMPLE / "kfood.zip", tmp_path / "pieces", 16 << 10), joined)
+  local = [(file.parts, read()) for file, read in corpus.walk(SAMPLE)]
+  with BucketFs():
+    _upload(joined.parent, "gs://bucket/joined")
+    (archive,) = download.locate("gs://bucket/joined").archives
+    assert "joined in name order" in archive.note
+    assert "a copy of it on a disk" in archive.note
+    assert [(file.parts, read()) for file, read in corpus.walk("gs://bucket/joined")] == local
+    with pytest.raises(OSError, match="lies in a bucket"):
+      repair.repair("gs://bucket/joined/kfood.zip")

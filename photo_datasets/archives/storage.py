@@ -88,7 +88,8 @@ def size(path: PathLike) -> int:
 
 
 def stamp(path: PathLike) -> tuple[int, int]:
-  """(size, modification time in ns): what tells a file that changed since it was read."""
+  """(size, modification time in ns): what tells a file that changed since it was read (a
+  bucket's time is in whole seconds)."""
   if is_local(path):
     stat = os.stat(path)
     return stat.st_size, stat.st_mtime_ns
