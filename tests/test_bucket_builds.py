@@ -18,11 +18,14 @@ import tensorflow_datasets as tfds
 from etils import epath
 from tensorflow_datasets.testing import test_utils
 
-import korean_food  # noqa: F401 (registers the builder)
+import flowers_dataset  # noqa: F401 (registers the builder)
+import korean_food
 from photo_datasets.archives import storage
 from photo_datasets.testing.builds import build
 
 SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
+# The extracted flower_photos/ folder, as a manual dir holds it.
+FLOWERS_SAMPLE = pathlib.Path(korean_food.__file__).parents[1] / "flowers_dataset" / "sample"
 
 
 class BucketFs(tfds.testing.MockFs):
@@ -67,12 +70,15 @@ def _upload(folder: pathlib.Path, bucket: str) -> None:
       target.write_bytes(path.read_bytes())
 
 
-@pytest.mark.parametrize("executor", ["local", "beam"])
-def test_a_build_from_and_into_a_bucket_equals_the_local_build(tmp_path, monkeypatch, executor):
+@pytest.mark.parametrize(("name", "executor"), [("korean_food/224", "local"),
+                                               ("korean_food/224", "beam"),
+                                               ("flowers_dataset/224", "local")])
+def test_a_build_from_and_into_a_bucket_equals_the_local_build(tmp_path, monkeypatch, name,
+                                                                executor):
   beam_options = (beam.options.pipeline_options.PipelineOptions(["--runner=DirectRunner"])
                   if executor == "beam" else None)
-  local = build("korean_food/224", tmp_path / "local", SAMPLE, workers=1,
-                beam_options=beam_options)
+  sample = SAMPLE if name.startswith("korean_food") else FLOWERS_SAMPLE
+  local = build(name, tmp_path / "local", sample, workers=1, beam_options=beam_options)
   expected = _record_files(local.data_dir)
   assert expected
 
@@ -84,10 +90,10 @@ def test_a_build_from_and_into_a_bucket_equals_the_local_build(tmp_path, monkeyp
   monkeypatch.setenv("TMPDIR", os.fspath(temporary))
   monkeypatch.chdir(workdir)
   with BucketFs() as fs:
-    _upload(SAMPLE, "gs://bucket/manual")
-    bucket_build = build("korean_food/224", "gs://bucket/data", "gs://bucket/manual", workers=1,
+    _upload(sample, "gs://bucket/manual")
+    bucket_build = build(name, "gs://bucket/data", "gs://bucket/manual", workers=1,
                          beam_options=beam_options)
-    assert os.fspath(bucket_build.data_dir).startswith("gs://bucket/data/korean_food/224/")
+    assert os.fspath(bucket_build.data_dir).startswith(f"gs://bucket/data/{name}/")
     assert _record_files(bucket_build.data_dir) == expected
     assert bucket_build.info.metadata["manual_dir"] == "gs://bucket/manual"
     assert bucket_build.info.splits["train"].num_examples == local.info.splits[
