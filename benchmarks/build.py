@@ -280,11 +280,17 @@ _RULES: dict[str, tuple[Any, dict[str, Any]]] = {
 }
 
 
+# Photos a class of the real corpus holds, about (150,513 in 150 classes).
+_CLASS_SIZE = 1_000
+
+
 def _window_population(total: int, features: list[bytes], names: list[str],
                        every: list[bytes]) -> tuple[str, list[str], list[bytes]]:
   """The photos to group: the real kfood photos of ../shared in their classes and order, each class
-  copied under new names until `total`, so the window's pairs are the real photos' own and fall
-  in the band as often; the benchmark's photos drawn at random where ../shared is absent."""
+  copied under new names until `total`, the copies of a class one after the other in classes of
+  about `_CLASS_SIZE` photos, so the window's pairs are the real photos' own (and, where copies
+  meet, pairs of other photos of the class), as many a photo as in the corpus; the benchmark's
+  photos drawn at random where ../shared is absent."""
   from korean_food.listing import series_position
   from photo_datasets.photos import images, series
   root = benchmark_corpus.REALDATA / "kfood"
@@ -295,13 +301,16 @@ def _window_population(total: int, features: list[bytes], names: list[str],
   real = [(p.relative_to(root).as_posix(),
            series.describe(images.decode_and_inspect(p.read_bytes())[1]))
           for p in paths]
+  class_sizes = collections.Counter(name.rsplit("/", 1)[0] for name, _ in real)
   copied_names, copied = [], []
   for copy in range(total // len(real) + 1):
     for name, described in real:
       folder, file_name = name.rsplit("/", 1)
+      per_class = max(1, round(_CLASS_SIZE / class_sizes[folder]))  # Copies in one class.
       where = series_position(file_name)
-      copied_names.append(f"{folder}_{copy}/Img_000_{where:04d}.jpg" if where is not None else
-                          f"{folder}_{copy}/{file_name}")
+      grown = f"{folder}_{copy // per_class}"
+      copied_names.append(f"{grown}/Img_000_{copy % per_class:04d}{where:04d}.jpg"
+                          if where is not None else f"{grown}/{copy % per_class}_{file_name}")
       copied.append(described)
   return f"real kfood photos ({len(real)}, copied)", copied_names[:total], copied[:total]
 
