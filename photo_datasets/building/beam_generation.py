@@ -195,7 +195,8 @@ class ConvertSplit(beam.PTransform):
                  | "Convert" >> beam.ParDo(self._convert).with_outputs(WRITTEN, main="examples"))
     _ = converted[WRITTEN] | "Skips" >> _Committed(self._work_dir, "skipped")
     for phase in self._beside:
-      _ = begin | phase
+      if phase.places:  # As `BeamExecutor._run`: a phase of no items adds no stage.
+        _ = begin | phase
     return converted.examples
 
 
