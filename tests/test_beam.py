@@ -195,6 +195,25 @@ def test_beam_logs_are_as_quiet_as_a_local_build_unless_the_options_ask(tmp_path
     beam_logger.setLevel(logging.NOTSET)
 
 
+def test_fn_api_runner_worker_processes_start_without_beams_import_warning(capfd):
+  """Beam's import logs `apitools not found` where `google-apitools` is missing (as here), and
+  the root handler Python then gives a worker prints its start-up line too."""
+  from apache_beam.testing import util as testing_util
+
+  from photo_datasets.building import beam_logs
+
+  options = _fn_api_runner("--direct_running_mode=multi_processing", "--direct_num_workers=2")
+  runner = beam_logs.quiet(options, None)
+  with beam.Pipeline(runner=runner, options=options) as pipeline:
+    # A lambda: cloudpickle sends it by value (a worker cannot import the tests).
+    mains = pipeline | beam.Create([1, 2]) | beam.Map(
+        lambda _: __import__("sys").modules["__main__"].__spec__.name)
+    testing_util.assert_that(
+        mains, testing_util.equal_to(["photo_datasets.building.beam_worker"] * 2))
+  printed = capfd.readouterr().err
+  assert "apitools not found" not in printed and "Logging handler created" not in printed
+
+
 def test_the_job_graph_does_not_grow_with_the_corpus(tmp_path):
   """The photos wait in a file in the build's folder, not in the graph: a runner refuses a large
   job request (Dataflow: 10 MB), and a photo's record is about 1 KB."""

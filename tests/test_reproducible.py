@@ -241,18 +241,15 @@ def test_tfds_serializer_gives_one_byte_string_in_every_process():
 
 
 @pytest.mark.real_photos
-def test_a_beam_build_prints_the_local_builds_lines_and_a_start_line_a_worker(real_builds):
-  """Both configs on `FnApiRunner` with two worker processes: the lines of a local build, and
-  for each worker process Beam started only Beam's own start-up line and its import's warning
-  (no INFO line of Beam's, no TFDS line of a Beam split, no TensorFlow start-up in a worker)."""
+def test_a_beam_build_prints_no_more_lines_than_a_local_build(real_builds):
+  """Both configs on `FnApiRunner` with two worker processes: the lines of a local build (no
+  INFO line of Beam's, no TFDS line of a Beam split, no start-up line of a worker process, no
+  TensorFlow start-up in a worker)."""
   local, beam = _PRINTED["2 workers, fork"], _PRINTED["beam"]
-  starts = sum("Logging handler created" in line for line in beam)
-  # Two pipelines for `224` (the scan, then TFDS's), one for `full` (the scan reused).
-  assert 2 <= starts <= 3 * 2
   assert not [line for line in beam if line.startswith("INFO:apache_beam")
-              or "No semi_persistent_directory" in line
+              or "No semi_persistent_directory" in line or "Logging handler created" in line
               or re.match(r"INFO\[(writer|split_builder)\.py\]", line)]
-  tensorflow_start = "All log messages before absl::InitializeLog()"
-  assert sum(tensorflow_start in line for line in beam) == sum(tensorflow_start in line
-                                                                for line in local)
-  assert len(beam) <= len(local) + 2 * starts + 1, "\n".join(beam)
+  for launcher_only in ("All log messages before absl::InitializeLog()", "apitools not found"):
+    assert sum(launcher_only in line for line in beam) == sum(launcher_only in line
+                                                              for line in local)
+  assert len(beam) <= len(local), "\n".join(beam)

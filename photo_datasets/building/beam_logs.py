@@ -4,7 +4,8 @@ Imported only when a build runs on Beam. Beam's INFO lines go to the level of
 the build's `default_sdk_harness_log_level` option (WARNING where unset), in
 this process and in the SDK workers: `FnApiRunner` passes no options on to the
 worker processes it starts, so a runner named `FnApiRunner` in the options is
-made here with the options its workers read (`runner_for`). Lines that say
+made here with the options its workers read (`runner_for`); its worker
+processes start as `beam_worker`, without Beam's import-time warning. Lines that say
 nothing to the person building are left out: TFDS's INFO lines of each Beam
 split (which a local build does not print), and the SDK workers' warning that
 they have no `semi_persistent_directory` (true of every local worker).
@@ -13,9 +14,16 @@ they have no `semi_persistent_directory` (true of every local worker).
 from __future__ import annotations
 
 import logging
+import shlex
+import sys
 from typing import Any
 
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, WorkerOptions
+from apache_beam.options.pipeline_options import (
+  DirectOptions,
+  PipelineOptions,
+  StandardOptions,
+  WorkerOptions,
+)
 
 # TFDS's INFO lines of a Beam split, by the file that logs them.
 _TFDS_BEAM_LINES = {
@@ -23,8 +31,9 @@ _TFDS_BEAM_LINES = {
     "writer.py": ("Writing ",),
 }
 _NO_SEMI_PERSISTENT = "No semi_persistent_directory found"
-# The SDK worker's own logger (`sdk_worker_main`, run as `__main__`): its start-up warning.
-_WORKER_OVERRIDES = {"__main__": "ERROR"}
+# The SDK worker's own logger (`sdk_worker_main`, run by `beam_worker`): its start-up warning.
+_WORKER_OVERRIDES = {"apache_beam.runners.worker.sdk_worker_main": "ERROR"}
+_WORKER = "photo_datasets.building.beam_worker"
 
 
 def quiet(options: PipelineOptions | None, runner: Any) -> Any:
@@ -53,7 +62,9 @@ def quiet(options: PipelineOptions | None, runner: Any) -> Any:
 
 def runner_for(options: PipelineOptions | None, runner: Any, level: str) -> Any:
   """`runner`; where it is None and the options name `FnApiRunner`, one made with provision
-  info that gives its worker processes the log level `level`."""
+  info that gives its worker processes the log level `level`, and that starts them as
+  `beam_worker` where the options ask for worker processes (`direct_running_mode`, which
+  the runner would otherwise read to start Beam's own)."""
   if runner is not None or options is None or options.view_as(StandardOptions).runner != (
       "FnApiRunner"):
     return runner
@@ -63,11 +74,18 @@ def runner_for(options: PipelineOptions | None, runner: Any, level: str) -> Any:
     ExtendedProvisionInfo,
     FnApiRunner,
   )
+  from apache_beam.transforms import environments
 
   worker_options = utils.dict_to_struct({"default_sdk_harness_log_level": str(level),
                                          "sdk_harness_log_level_overrides": _WORKER_OVERRIDES})
   info = beam_provision_api_pb2.ProvisionInfo(pipeline_options=worker_options)
-  return FnApiRunner(provision_info=ExtendedProvisionInfo(info))
+  direct = options.view_as(DirectOptions)
+  if direct.direct_running_mode != "multi_processing":
+    return FnApiRunner(provision_info=ExtendedProvisionInfo(info))
+  direct.direct_running_mode = None
+  workers = environments.SubprocessSDKEnvironment.from_command_string(
+      f"{shlex.quote(sys.executable)} -m {_WORKER}")
+  return FnApiRunner(default_environment=workers, provision_info=ExtendedProvisionInfo(info))
 
 
 def _add_once(logger: logging.Logger, drop: Any) -> None:
