@@ -28,7 +28,7 @@ workers unpickle it from this module.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import apache_beam as beam
@@ -58,13 +58,12 @@ class RankCutBeamWriter(tfds_private.BeamWriter):
     # ends the rank cut needs. Left out: the largest key, and the ids of the shards that got
     # records (every shard gets some here).
     serialized = examples | "Serialize" >> beam.Map(self.serialize)  # (hashed key, record)
-    total_size = beam.pvalue.AsSingleton(
-        serialized | beam.Values() | beam.Map(len) | "TotalSize" >> beam.CombineGlobally(sum))
+    # The keys and the total size in one combine: each combine is a few steps of the graph
+    # that the launcher builds and submits.
     ends = beam.pvalue.AsSingleton(
-        serialized | beam.Keys()
-        # A set: a repeated key is one record (`ignore_duplicates`) or TFDS's error, later.
-        | "HashedKeys" >> beam.combiners.ToSet()
-        | "ShardEnds" >> beam.Map(self._shard_ends, total_size=total_size))
+        serialized
+        | "KeysAndSize" >> beam.CombineGlobally(_KeysAndSize())
+        | "ShardEnds" >> beam.MapTuple(self._shard_ends))
     return (serialized
             | "AssignShard" >> beam.Map(self._with_shard, ends=ends)
             | "GroupShards" >> beam.GroupByKey()
@@ -80,6 +79,32 @@ class RankCutBeamWriter(tfds_private.BeamWriter):
 
   def _write(self, shard: tuple[int, Any], ends: list[int]) -> Any:
     return self.write_shard(shard, len(ends) + 1)
+
+
+class _KeysAndSize(beam.CombineFn):  # type: ignore[misc]
+  """A split's hashed keys and its records' total size, in bytes. A set: a repeated key is one
+  record (`ignore_duplicates`) or TFDS's error, later."""
+
+  def create_accumulator(self) -> tuple[set[int], int]:
+    return set(), 0
+
+  def add_input(self, keys_and_size: tuple[set[int], int],
+                record: tuple[int, bytes]) -> tuple[set[int], int]:
+    keys, size = keys_and_size
+    keys.add(record[0])
+    return keys, size + len(record[1])
+
+  def merge_accumulators(self, accumulators: Iterable[tuple[set[int], int]]
+                         ) -> tuple[set[int], int]:
+    keys: set[int] = set()
+    size = 0
+    for more, more_size in accumulators:
+      keys |= more
+      size += more_size
+    return keys, size
+
+  def extract_output(self, keys_and_size: tuple[set[int], int]) -> tuple[set[int], int]:
+    return keys_and_size
 
 
 def use_in_tfds() -> None:
