@@ -53,17 +53,19 @@ class RankCutBeamWriter(tfds_private.BeamWriter):
   """TFDS's `BeamWriter`, cutting a split's shards where its `Writer` does."""
 
   def write_from_pcollection(self, examples: Any) -> Any:
-    # TFDS's graph (`BeamWriter.write_from_pcollection`, with its steps' labels) built again,
+    # TFDS's graph (`BeamWriter.write_from_pcollection`, its shared steps' labels) built again,
     # as its shard assignment is given only the largest key and the count of shards, not the
     # ends the rank cut needs. Left out: the largest key, and the ids of the shards that got
     # records (every shard gets some here).
     serialized = examples | "Serialize" >> beam.Map(self.serialize)  # (hashed key, record)
-    # The keys and the total size in one combine: each combine is a few steps of the graph
-    # that the launcher builds and submits.
+    # The keys and the total size in one combine, of one key: each step is the launcher's work
+    # to build and submit, and a global combine adds steps for its default, which no record
+    # would read in an empty split.
     ends = beam.pvalue.AsSingleton(
         serialized
-        | "KeysAndSize" >> beam.CombineGlobally(_KeysAndSize())
-        | "ShardEnds" >> beam.MapTuple(self._shard_ends))
+        | "OneKey" >> beam.WithKeys(0)
+        | "KeysAndSize" >> beam.CombinePerKey(_KeysAndSize())
+        | "ShardEnds" >> beam.Map(self._shard_ends))
     return (serialized
             | "AssignShard" >> beam.Map(self._with_shard, ends=ends)
             | "GroupShards" >> beam.GroupByKey()
@@ -71,7 +73,8 @@ class RankCutBeamWriter(tfds_private.BeamWriter):
             | "CollectShardInfo" >> beam.combiners.ToList()
             | "CalculateSplitInfo" >> beam.ParDo(self.store_split_info))
 
-  def _shard_ends(self, hashed_keys: set[int], total_size: int) -> list[int]:
+  def _shard_ends(self, keyed: tuple[int, tuple[set[int], int]]) -> list[int]:
+    _, (hashed_keys, total_size) = keyed
     return shard_ends(list(hashed_keys), self.number_of_shards(len(hashed_keys), total_size))
 
   def _with_shard(self, record: tuple[int, bytes], ends: list[int]) -> tuple[int, Any]:
