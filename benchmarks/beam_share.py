@@ -13,14 +13,17 @@ already built: imports, TFDS's checks; the median of three) is measured apart
 and left out of its share, as the goal asks. On a cluster only the pool's work spreads over
 machines: the launcher's share is what one machine still does. Then the same
 `tfds build` without Beam (the package's own worker pool, every core), into a
-data dir of its own, for the two builds' times side by side.
+data dir of its own, for the two builds' times side by side, and whether the
+two builds wrote the same record files.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import pathlib
 import shutil
 import statistics
 import subprocess
@@ -44,6 +47,13 @@ def _sampled_cpu(process: subprocess.Popen[bytes], pool: int | None = None) -> t
   ticks = {tree: sum(by_pid.values()) for tree, by_pid in seen.items()}
   pool_ticks = ticks.get("pool", before) - before
   return ticks["launcher"] / harness.CLOCK_TICKS, pool_ticks / harness.CLOCK_TICKS
+
+
+def _record_hashes(data_dir: str) -> dict[str, str]:
+  """The SHA-256 of each record file a build wrote in `data_dir`, by its path there."""
+  root = pathlib.Path(data_dir)
+  return {str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+          for path in sorted(root.rglob("*.tfrecord-*"))}
 
 
 def main() -> None:
@@ -92,12 +102,15 @@ def main() -> None:
   if local.returncode:
     raise SystemExit(f"the local build failed ({local.returncode})")
   work = launcher - startup
+  portable_records, local_records = (_record_hashes(d) for d in (data_dir, local_dir))
   report = {"corpus": corpus, "photos": args.photos, "config": args.config,
             "wall_seconds": round(wall, 1), "launcher_cpu_seconds": round(launcher, 1),
             "launcher_startup_cpu_seconds": round(startup, 1),
             "pool_cpu_seconds": round(pool, 1),
             "launcher_share_beyond_startup": round(work / (work + pool), 3),
             "local_wall_seconds": round(local_wall, 1), "local_cpu_seconds": round(local_cpu, 1),
+            "record_files": len(local_records),
+            "same_records_as_local": bool(local_records) and portable_records == local_records,
             "machine": harness.machine()}
   print(json.dumps(report, indent=1, ensure_ascii=False))
 

@@ -384,21 +384,6 @@ def _clustered_hashes(count: int, rng: np.random.Generator) -> list[bytes]:
   return hashes
 
 
-def naive_loop(manual_dir: str) -> tuple[int, float]:
-  """(photos, seconds) of the hand-written one-core pipeline."""
-  from korean_food import corpus
-  from photo_datasets.photos.images import IMAGE_SUFFIXES
-  start, count = time.perf_counter(), 0
-  for file, read in corpus.walk(manual_dir):
-    if not file.name.lower().endswith(IMAGE_SUFFIXES):
-      continue
-    with Image.open(io.BytesIO(read())) as image:
-      small = image.convert("RGB").resize((224, 224), Image.BICUBIC)
-    small.save(io.BytesIO(), "JPEG", quality=92)
-    count += 1
-  return count, time.perf_counter() - start
-
-
 def _build_in_this_process(config: str, manual_dir: str, data_dir: str, workers: int,
                            tfds_buffer_mb: int, writer: str = "workers") -> None:
   import tensorflow as tf  # noqa: F401  (TFDS imports it lazily: 3 s that are no build's work)
@@ -593,7 +578,7 @@ def main() -> None:
     realdata = None if args.generated else benchmark_corpus.REALDATA
     corpus = (benchmark_corpus.write_kfood_zip(manual_dir, args.images, realdata=realdata)
               + " photos")
-  count, naive_seconds = naive_loop(manual_dir)
+  count, naive_seconds = harness.naive_loop(manual_dir)
   naive_rate = count / naive_seconds
   rows = [("naive PIL loop, 1 core (read, RGB, resize 224, encode)", 1, count, naive_seconds, None)]
   for workers in sorted({1, args.workers}):

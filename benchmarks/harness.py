@@ -18,6 +18,7 @@ timed in turns.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import platform
@@ -27,6 +28,8 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from PIL import Image
 
 import benchmark_corpus
 
@@ -175,3 +178,18 @@ def write_json(report: dict[str, Any], path: str) -> None:
   with open(path, "w") as file:
     json.dump(report, file, indent=1)
   print(f"results: {path}")
+
+
+def naive_loop(manual_dir: str) -> tuple[int, float]:
+  """(photos, seconds) of the hand-written one-core pipeline."""
+  from korean_food import corpus
+  from photo_datasets.photos.images import IMAGE_SUFFIXES
+  start, count = time.perf_counter(), 0
+  for file, read in corpus.walk(manual_dir):
+    if not file.name.lower().endswith(IMAGE_SUFFIXES):
+      continue
+    with Image.open(io.BytesIO(read())) as image:
+      small = image.convert("RGB").resize((224, 224), Image.BICUBIC)
+    small.save(io.BytesIO(), "JPEG", quality=92)
+    count += 1
+  return count, time.perf_counter() - start

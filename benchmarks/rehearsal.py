@@ -12,7 +12,9 @@ about a quarter of the photos, a few malformed lines). The photos are scaled
 to the real corpus's mean of about 106 KB (16 GB in all).
 
 Then it runs `tfds build korean_food --imports korean_food --manual_dir ...`
-(every config) in a fresh process and reports: the time, the peak memory of
+(every config) in a fresh process and reports: the time, against the naive
+one-core loop over the same photos (`harness.naive_loop`, one config) run right
+after it, the peak memory of
 the whole process tree (the sum of each process's PSS, so pages that forked
 workers share are counted once), the peak disk use of the data dir's
 filesystem above what it used before, whether every photo arrived in
@@ -264,6 +266,9 @@ def main() -> None:
   report["kfood_zip_gb"] = size / 1e9
   shutil.rmtree(data, ignore_errors=True)
   report["build"] = build(manual, data, workdir / "tfds_build.log")
+  photos, naive_seconds = harness.naive_loop(str(manual))  # The same photos, right after, one core.
+  report["naive_loop"] = {"photos": photos, "seconds": naive_seconds,
+                          "build_over_naive": report["build"]["seconds"] / naive_seconds}
   report["arrived"] = arrived(data)
   report["records_gb"] = {config: sum(p.stat().st_size
                                       for p in (data / "korean_food" / config).rglob("*.tfrecord*"))
