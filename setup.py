@@ -38,7 +38,7 @@ setuptools.setup(
         "apache-beam>=2.60",  # the `tfds` CLI does not start without it
         "mlcroissant",  # idem; also writes each build's croissant.json
         "array_record>=0.8",  # random access: the ArrayRecord copy read by tfds.data_source
-        # tfds.show_examples, tfds.as_dataframe, `photo_datasets.show` and the training curves.
+        # tfds.show_examples, tfds.as_dataframe, the `show` command and the training curves.
         "matplotlib>=3.8",
         "pandas>=2",
         # What apache-beam 2.77 is known to work with.
@@ -46,9 +46,11 @@ setuptools.setup(
         "pyarrow<26",
     ],
     # The dataset packages of this distribution, each with its bundled sample in `sample/`
-    # (`python -m photo_datasets.demo` builds them); other distributions may add theirs.
+    # (`python -m photo_datasets demo` builds them); other distributions may add theirs.
     entry_points={"photo_datasets.datasets": ["flowers_dataset = flowers_dataset",
-                                              "korean_food = korean_food"]},
+                                              "korean_food = korean_food"],
+                  # `photo_datasets COMMAND`, as `python -m photo_datasets COMMAND`.
+                  "console_scripts": ["photo_datasets = photo_datasets.__main__:main"]},
     extras_require={
         # README command 2: lint, type check, tests. Checkers pinned: their rules change between
         # versions.
@@ -58,7 +60,7 @@ setuptools.setup(
         # (--extra-index-url https://download.pytorch.org/whl/cpu); plain `torch` pulls in CUDA.
         "jax": ["jax[cpu]>=0.4.30"],
         "torch": ["torch==2.13.0+cpu"],
-        # The Grain example over tfds.data_source (photo_datasets.random_access).
+        # The Grain example over tfds.data_source (photo_datasets.reading.random_access).
         "grain": ["grain>=0.2.18,<0.3"],
     },
 )

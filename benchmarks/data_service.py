@@ -8,13 +8,13 @@ split="all")` (no seed, the fast unordered decoding) is read
 
 1. in-process;
 2. through a tf.data service on this machine with one worker, compression off
-   (what `photo_datasets.data_service` does);
+   (what `photo_datasets.reading.data_service` does);
 3. the same with compression on (`"AUTO"`: snappy on the worker, undone in the trainer);
 4. the same, compression off, without the lost-worker watchdog (the cost of the watchdog);
 5. through the service with two workers, compression off.
 
 The dispatcher and the workers are processes of `python -m
-photo_datasets.data_service` on loopback, started here and killed at the end.
+photo_datasets data_service` on loopback, started here and killed at the end.
 Photos come from `--photos` (a folder with a kfood.zip, or a tree of class
 folders) or from `benchmarks/benchmark_corpus.py` (`--images` of them, cached
 in the workdir): mosaics of the real photos in ../shared/realdata, or
@@ -44,7 +44,7 @@ import tensorflow as tf  # noqa: E402
 import tensorflow_datasets as tfds  # noqa: E402
 
 import korean_food  # noqa: E402,F401  (registers the builder)
-from photo_datasets import data_service, pipeline  # noqa: E402
+from photo_datasets.reading import data_service, pipeline  # noqa: E402
 from photo_datasets.testing import loopback  # noqa: E402
 
 import harness  # noqa: E402  (benchmarks/harness.py, beside this script)

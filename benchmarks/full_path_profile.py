@@ -33,7 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 import korean_food  # noqa: E402,F401  (registers the builder)
-from photo_datasets import pipeline  # noqa: E402
+from photo_datasets.reading import pipeline  # noqa: E402
 
 REPEATS = 3
 

@@ -1,5 +1,5 @@
 """How many 224x224 uint8 images per second `model.fit` consumes on this
-machine's accelerator, for the example models of `photo_datasets.train`.
+machine's accelerator, for the example models of `photo_datasets.commands.train`.
 
   KERAS_BACKEND=jax python benchmarks/gpu_demand.py [--steps 60] [--json out.json]
 
@@ -19,7 +19,7 @@ import time
 import keras
 import numpy as np
 
-from photo_datasets.models import MODELS, build_model
+from photo_datasets.commands.models import MODELS, build_model
 
 
 def main() -> None:

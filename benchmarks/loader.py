@@ -14,7 +14,7 @@ uint8 images with their labels; the consumer does nothing but count them:
 3. `keras.utils.image_dataset_from_directory(image_size=(224, 224))`, cast to uint8;
 4. `tfds.load("korean_food/full")` (TFDS decodes), each photo resized, batched;
 5. `tfds.load("korean_food/224", batch_size=..., as_supervised=True)`;
-6. `photo_datasets.pipeline.training_dataset` on `korean_food/full` with
+6. `photo_datasets.reading.pipeline.training_dataset` on `korean_food/full` with
    `image_size=224` (fused decode and random crop) and on `korean_food/224`,
    each without and with a seed; `evaluation_dataset` on `224`; training at
    112 from `224` (decoded at DCT scale 1/2, batches of 112x112); training on
@@ -28,7 +28,7 @@ uint8 images with their labels; the consumer does nothing but count them:
    label parsed), `decode_jpeg` in a parallel map, batched: `doctor.decode_limit`,
    the limit `python -m photo_datasets.doctor` measures;
 8. without TensorFlow, over the ArrayRecord copy of `224`
-   (`photo_datasets.random_access`; made after the build where a row runs):
+   (`photo_datasets.reading.random_access`; made after the build where a row runs):
    `torch_loader` (a PyTorch DataLoader, shuffled) and `grain_dataset` (a
    Grain pipeline, shuffled, one iterator kept across epochs), each with one
    spawned worker process per usable core, decoding with PIL. A row is left
@@ -88,7 +88,9 @@ from PIL import Image  # noqa: E402
 import korean_food  # noqa: E402,F401  (registers the builder)
 from korean_food import corpus  # noqa: E402
 from korean_food.listing import CROP_FILE  # noqa: E402
-from photo_datasets import doctor, pipeline, random_access, testing  # noqa: E402
+from photo_datasets import testing  # noqa: E402
+from photo_datasets.commands import doctor  # noqa: E402
+from photo_datasets.reading import pipeline, random_access  # noqa: E402
 
 import benchmark_corpus  # noqa: E402
 import harness  # noqa: E402  (benchmarks/harness.py)

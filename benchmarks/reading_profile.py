@@ -39,7 +39,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 import korean_food  # noqa: E402,F401  (registers the builder)
-from photo_datasets import doctor, pipeline  # noqa: E402
+from photo_datasets.commands import doctor  # noqa: E402
+from photo_datasets.reading import pipeline  # noqa: E402
 
 import harness  # noqa: E402
 

@@ -27,9 +27,15 @@ imports only those below it (`pyproject.toml`'s import-linter contracts):
              `page_data` holds, `page_html` renders), the statistics in
              `info.metadata` (`build_stats`), the config's `fingerprint`,
              `croissant.json`.
-  reading/   what the read side shares: opening a built config (`built`), the
-             checks of its callers' numbers (`arguments`), the policy of
-             `cache=` (`cache`), the uint8-to-float layer (`layers`).
+  reading/   the read side, beside the build and importing none of it: the
+             input pipeline (`pipeline`: `training_dataset`,
+             `evaluation_dataset`, a built config to `model.fit` on any Keras 3
+             backend), the same input on tf.data service workers
+             (`data_service`), random access (`random_access`: an ArrayRecord
+             copy, `tfds.data_source`, PyTorch and Grain); beneath them, what
+             they share: opening a built config (`built`), the checks of its
+             callers' numbers (`arguments`), the policy of `cache=` (`cache`),
+             the uint8-to-float layer (`layers`).
   testing/   fabricated photos, zips, pieces, near copies and builds for the
              tests (one module each, re-exported by `testing`), a tf.data
              service on loopback (`loopback`).
@@ -42,21 +48,21 @@ reaches inside TFDS.
 A photo is found by its dataset's listing (`korean_food/`, `flowers_dataset/`),
 decoded, checked and hashed once in `building/scan.py` (by `photos/`), given its
 split in `photos/splits.py`, converted and written by `building/generation.py`
-through TFDS, reported by `catalog/`, and read by `pipeline`.
+through TFDS, reported by `catalog/`, and read by `reading/pipeline.py`.
 
-On top, the modules users call:
+On top of both sides, `commands/`: what users type, `demo` (README command
+1), `train` (an example model), `show` (a grid of pictures), `report` (a
+config's report page again), `verify` (a copy against its fingerprint),
+`doctor` (whether the input or the model limits training), beside `models`,
+the example Keras models that `train` and `doctor` train. `python -m
+photo_datasets COMMAND` (`__main__`) runs each of them, and `data_service` and
+`random_access` of `reading/`; alone, it lists them.
 
-  pipeline        `training_dataset`, `evaluation_dataset`: a built config to
-                  `model.fit`, on any Keras 3 backend.
-  data_service    the same input on tf.data service workers
-                  (`python -m photo_datasets.data_service dispatcher|worker`).
-  random_access   an ArrayRecord copy, `tfds.data_source`, PyTorch and Grain.
-  models          the example Keras models the tools train.
-  train, show, report, verify, doctor, demo
-                  command-line tools: train an example model, draw a grid,
-                  write a config's report page again, check a copy against
-                  its fingerprint, say whether the input or the model limits
-                  training, README command 1.
+The modules of those names at the top (`pipeline`, `data_service`,
+`random_access`, `models` and the six commands) are aliases of a few lines
+for the old paths, `python -m photo_datasets.train` or `from
+photo_datasets.pipeline import training_dataset`; no module of the package
+imports them.
 
 The shared package names no dataset: a dataset supplies its names, wording
 and class descriptions through `PhotoBuilder`'s hooks.

@@ -14,8 +14,8 @@ import pytest
 import tensorflow_datasets as tfds
 
 import korean_food  # noqa: F401  # Registers the builder.
-from photo_datasets import pipeline, show, train, verify
-from photo_datasets.reading import built
+from photo_datasets.commands import show, train, verify
+from photo_datasets.reading import built, pipeline
 
 NAME = "korean_food/224"
 

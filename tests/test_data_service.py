@@ -1,7 +1,7 @@
-"""`photo_datasets.data_service`: the pipeline through a tf.data service on loopback.
+"""`photo_datasets.reading.data_service`: the pipeline through a tf.data service on loopback.
 
 Every test talks to a dispatcher and two worker processes started here
-(`python -m photo_datasets.data_service ...`, on free loopback ports), all
+(`python -m photo_datasets data_service ...`, on free loopback ports), all
 killed at the end. The lost-worker test runs its trainer in a process of its
 own, so a hang fails the test instead of stopping the suite.
 """
@@ -29,7 +29,8 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 import korean_food
-from photo_datasets import data_service, models, pipeline
+from photo_datasets.commands import models
+from photo_datasets.reading import data_service, pipeline
 from photo_datasets.testing import loopback
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -236,7 +237,7 @@ def test_model_fit_trains_through_the_service(service, shared_dir):
 TRAINER = """
 import json, os, signal, sys, time
 import korean_food
-from photo_datasets import pipeline
+from photo_datasets.reading import pipeline
 address, data_dir, victim = sys.argv[1], sys.argv[2], int(sys.argv[3])
 def say(**event):
   print(json.dumps({**event, "time": time.time()}), flush=True)

@@ -1,4 +1,4 @@
-"""README command 1, `python -m photo_datasets.demo`, as a user runs it: in a
+"""README command 1, `python -m photo_datasets demo`, as a user runs it: in a
 fresh folder, with no argument, on the bundled samples."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ OUTPUTS = {"model.keras", "history.json", "history.png", "classes.json", "exampl
 
 
 def test_the_demo_builds_loads_trains_draws_and_prints_38_lines(tmp_path: pathlib.Path) -> None:
-  done = subprocess.run([sys.executable, "-m", "photo_datasets.demo"], cwd=tmp_path,
+  done = subprocess.run([sys.executable, "-m", "photo_datasets", "demo"], cwd=tmp_path,
                         capture_output=True, text=True, timeout=600, check=False,
                         env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
   assert done.returncode == 0, done.stderr[-3000:]

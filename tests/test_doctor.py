@@ -1,4 +1,4 @@
-"""`python -m photo_datasets.doctor`: what limits training, on the bundled flower photos."""
+"""`python -m photo_datasets doctor`: what limits training, on the bundled flower photos."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import keras
 import pytest
 
 import flowers_dataset
-from photo_datasets import doctor
+from photo_datasets.commands import doctor
 from photo_datasets.testing import build
 
 SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample"

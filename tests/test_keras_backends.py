@@ -30,9 +30,9 @@ FIT_SCRIPT = textwrap.dedent("""
     import keras
     import numpy as np
     import korean_food  # Registers the builder.
-    from photo_datasets import pipeline
-    from photo_datasets import train as training_script
-    from photo_datasets import models
+    from photo_datasets.reading import pipeline
+    from photo_datasets.commands import train as training_script
+    from photo_datasets.commands import models
 
     data_dir, out_dir = sys.argv[1], sys.argv[2]
     model = models.build_model("small", 150, 64)
@@ -112,10 +112,10 @@ def test_a_backend_whose_framework_is_missing_names_the_extra(backend) -> None:
   """Where the framework is installed, a stand-in for it that is not: the check is the same."""
   script = ("import photo_datasets\n"
             f"photo_datasets._BACKEND_EXTRAS[{backend!r}] = ('no_such_framework', {backend!r})\n"
-            "from photo_datasets import pipeline\n")
+            "from photo_datasets.reading import pipeline\n")
   env = {**os.environ, "KERAS_BACKEND": backend}
   for code in ([script] if importlib.util.find_spec(backend)
-               else [script, "import photo_datasets.pipeline"]):
+               else [script, "import photo_datasets.reading.pipeline"]):
     done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True,
                           text=True, timeout=300, check=False)
     assert done.returncode == 1

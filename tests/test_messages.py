@@ -14,8 +14,8 @@ import pytest
 import tensorflow_datasets as tfds
 
 import korean_food
-from photo_datasets import pipeline
 from photo_datasets.building import configs, disk
+from photo_datasets.reading import pipeline
 
 SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"
 

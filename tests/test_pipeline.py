@@ -1,4 +1,4 @@
-"""`photo_datasets.pipeline.training_dataset`: what `model.fit` receives."""
+"""`photo_datasets.reading.pipeline.training_dataset`: what `model.fit` receives."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import tensorflow_datasets as tfds
 
 import flowers_dataset
 import korean_food
-from photo_datasets import pipeline
 from photo_datasets.reading import cache as cache_policy
+from photo_datasets.reading import pipeline
 from photo_datasets.testing import build
 
 SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample" / "flower_photos"
@@ -450,7 +450,7 @@ def test_a_disk_cache_fill_killed_with_its_process_is_discarded(kfood_dir, tmp_p
   directory = os.fspath(tmp_path / "cache")
   fill_and_die = (
       "import os, signal, korean_food\n"
-      "from photo_datasets import pipeline\n"
+      "from photo_datasets.reading import pipeline\n"
       "ds = pipeline.evaluation_dataset('korean_food/64', split='train', batch_size=2, "
       f"data_dir={kfood_dir!r}, cache={directory!r})\n"
       "it = iter(ds); next(it); next(it)\n"

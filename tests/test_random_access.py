@@ -1,4 +1,4 @@
-"""`photo_datasets.random_access`: the ArrayRecord copy of a built config, and
+"""`photo_datasets.reading.random_access`: the ArrayRecord copy of a built config, and
 the PyTorch and Grain loaders over it (skipped where those are not installed)."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 import korean_food
-from photo_datasets import pipeline, random_access
 from photo_datasets.building import configs
+from photo_datasets.reading import pipeline, random_access
 from photo_datasets.testing import build
 
 SAMPLE_DIR = pathlib.Path(korean_food.__file__).parent / "sample"
@@ -135,7 +135,7 @@ def _run_read_only(folder: pathlib.Path, command: list[str]) -> subprocess.Compl
 
 def test_a_read_only_data_dir_is_refused_in_one_line(samples, tmp_path):
   data_dir = samples.copy(tmp_path / "data", NAME)
-  done = _run_read_only(data_dir, [sys.executable, "-m", "photo_datasets.random_access", NAME,
+  done = _run_read_only(data_dir, [sys.executable, "-m", "photo_datasets", "random_access", NAME,
                                    "--data_dir", os.fspath(data_dir)])
   assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
   last = done.stderr.strip().splitlines()[-1]
@@ -206,7 +206,7 @@ def test_breaking_out_of_the_torch_loader_ends_quietly(data_dir, tmp_path):
   pytest.importorskip("torch")
   script = tmp_path / "early_break.py"  # A file, not stdin: spawned workers import the main module.
   script.write_text(textwrap.dedent(f"""
-      from photo_datasets import random_access
+      from photo_datasets.reading import random_access
       if __name__ == "__main__":
         loader = random_access.torch_loader({NAME!r}, data_dir={data_dir!r},
                                             batch_size=1, num_workers=2)

@@ -1,4 +1,4 @@
-"""The build report (photo_datasets/report.py): its summary, printed at the end
+"""The build report (photo_datasets/catalog/build_report.py): its summary, printed at the end
 of every build, and its round trip through `builder.info.metadata`."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The build report page (photo_datasets/catalog/report_page.py), `quality.csv`, the statistics in
-`info.metadata` (photo_datasets/catalog/build_stats.py) and `python -m photo_datasets.report`.
+`info.metadata` (photo_datasets/catalog/build_stats.py) and `python -m photo_datasets report`.
 
 A flowers build from the 100 bundled CC-BY photos plus the problems a web corpus
 has (a byte copy and near copies filed under another class, broken and odd
@@ -29,9 +29,10 @@ from PIL import Image
 
 import flowers_dataset  # noqa: F401  (registers the builder)
 import korean_food
-from photo_datasets import report, testing
+from photo_datasets import testing
 from photo_datasets.catalog import build_report, build_stats, page_data, page_html, report_page
 from photo_datasets.catalog.build_report import BuildReport, Skipped
+from photo_datasets.commands import report
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "flowers_dataset" / "sample" / "flower_photos"

@@ -1,7 +1,7 @@
 """The same download gives the same dataset: byte-identical record files and one
 fingerprint whatever the worker count, the workers' start method, the hash
 seed, local or Beam, and the CPU's kernels (`building/reproducible.py`,
-`catalog/fingerprint.py`); `python -m photo_datasets.verify` confirms a copy
+`catalog/fingerprint.py`); `python -m photo_datasets verify` confirms a copy
 and names a changed file."""
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import pytest
 import tensorflow_datasets as tfds
 
 import korean_food
-from photo_datasets import verify
 from photo_datasets.building import reproducible
 from photo_datasets.catalog import fingerprint
+from photo_datasets.commands import verify
 
 VERSION = str(korean_food.Builder.VERSION)
 CONFIGS = ("224", "full")
@@ -140,9 +140,10 @@ def test_the_build_as_an_older_cpu_ran_so_and_says_so(real_builds):
 
 
 def _verify(*args: str) -> tuple[int, str]:
-  """`python -m photo_datasets.verify ARGS`: exit status and what it wrote to stderr."""
-  done = subprocess.run([sys.executable, "-m", "photo_datasets.verify", *args], capture_output=True,
-                        text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=300)
+  """`python -m photo_datasets verify ARGS`: exit status and what it wrote to stderr."""
+  done = subprocess.run([sys.executable, "-m", "photo_datasets", "verify", *args],
+                        capture_output=True, text=True,
+                        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}, timeout=300)
   return done.returncode, done.stdout + done.stderr
 
 

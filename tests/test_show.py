@@ -1,4 +1,4 @@
-"""`photo_datasets.show`: grids of stored examples and of the training pipeline;
+"""`photo_datasets.commands.show`: grids of stored examples and of the training pipeline;
 `tfds.show_examples` and `tfds.as_dataframe` on both datasets."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from PIL import Image
 
 import flowers_dataset  # noqa: F401  (registers the builder)
 import korean_food
-from photo_datasets import show
+from photo_datasets.commands import show
 from photo_datasets.testing import read_examples
 
 matplotlib.use("Agg")  # For tfds.show_examples, which draws with pyplot.

@@ -1,4 +1,4 @@
-"""`python -m photo_datasets.train`: one epoch on each bundled sample, and what it leaves behind.
+"""`python -m photo_datasets train`: one epoch on each bundled sample, and what it leaves behind.
 
 Accuracies are not asserted: one epoch on a few dozen photos says nothing.
 """
@@ -21,7 +21,8 @@ from PIL import Image
 
 import flowers_dataset
 import korean_food
-from photo_datasets import pipeline, train
+from photo_datasets.commands import train
+from photo_datasets.reading import pipeline
 from photo_datasets.testing import build, split_of_bytes
 
 FLOWERS_SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample"

@@ -12,7 +12,8 @@ import tensorflow_datasets as tfds
 from PIL import Image, ImageDraw
 
 import korean_food  # noqa: F401  (registers the builder)
-from photo_datasets import pipeline, testing
+from photo_datasets import testing
+from photo_datasets.reading import pipeline
 
 FOLDER = "kfood/구이/갈비구이/"
 SIZE, BOX = (400, 300), (100, 75, 300, 225)  # The box: a quarter of the photo, in its middle.

@@ -14,10 +14,10 @@ import pytest
 import tensorflow_datasets as tfds
 
 import korean_food
-from photo_datasets import pipeline, show, train, verify
 from photo_datasets.building import scan_cache, unbuilt
+from photo_datasets.commands import show, train, verify
 from photo_datasets.photos import images
-from photo_datasets.reading import built
+from photo_datasets.reading import built, pipeline
 from photo_datasets.testing import build
 
 SAMPLE = pathlib.Path(korean_food.__file__).parent / "sample"

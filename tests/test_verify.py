@@ -1,4 +1,4 @@
-"""`python -m photo_datasets.verify` proves that TFDS reads a copy as it was
+"""`python -m photo_datasets verify` proves that TFDS reads a copy as it was
 built (`catalog/fingerprint.py`): each edit of `dataset_info.json` that changes
 what a reader gets is named, and shown to change it; an edit that does not
 leaves the copy intact; a copy without `metadata.json` is checked against a
@@ -21,8 +21,9 @@ import pytest
 import tensorflow_datasets as tfds
 
 import korean_food
-from photo_datasets import random_access, verify
 from photo_datasets.catalog import fingerprint
+from photo_datasets.commands import verify
+from photo_datasets.reading import random_access
 
 NAME = "korean_food/224"
 VERSION = str(korean_food.Builder.VERSION)
@@ -37,7 +38,7 @@ def copy(samples, tmp_path) -> pathlib.Path:
 
 
 def _verify(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-  """`python -m photo_datasets.verify ARGS`, in this process: exit status and what it said."""
+  """`python -m photo_datasets verify ARGS`, in this process: exit status and what it said."""
   try:
     verify.main(list(args))
     status = 0
@@ -245,7 +246,7 @@ def test_a_copy_without_metadata_json_is_checked_against_the_fingerprint_given(c
   assert status == 1 and "has no metadata.json" in said and "--fingerprint" in said, said
   # An edit of what readers get: the copy's fingerprint is no longer the one given.
   _edit_info(copy, _shard_length)
-  done = subprocess.run([sys.executable, "-m", "photo_datasets.verify", os.fspath(copy),
+  done = subprocess.run([sys.executable, "-m", "photo_datasets", "verify", os.fspath(copy),
                          "--fingerprint", kept], capture_output=True, text=True, timeout=300,
                         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
   assert done.returncode == 1 and f"not {kept}" in done.stderr, done.stderr

@@ -1,4 +1,8 @@
-"""What the read side shares.
+"""The read side: a built config to `model.fit`, and what that shares.
 
-Opening a built config, argument checks, the cache policy, the uint8 layer.
+`pipeline` (`training_dataset`, `evaluation_dataset`), `data_service` (the
+same input on tf.data service workers), `random_access` (an ArrayRecord copy,
+`tfds.data_source`, PyTorch and Grain loaders); beneath them, what they share:
+opening a built config (`built`), argument checks (`arguments`), the cache
+policy (`cache`), the uint8 layer (`layers`).
 """

@@ -1,5 +1,5 @@
 """A tf.data service on this machine, for the tests and the benchmarks: a
-dispatcher and its workers, each a process of `python -m photo_datasets.data_service`
+dispatcher and its workers, each a process of `python -m photo_datasets data_service`
 on loopback, killed by `stop` (or on leaving `running`)."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class LoopbackService:
     # The process owns the log file.
     log = open(self.log_dir / f"server_{len(self.processes)}.log", "w")  # noqa: SIM115
     process = subprocess.Popen(
-        [sys.executable, "-m", "photo_datasets.data_service", *args], text=True,
+        [sys.executable, "-m", "photo_datasets", "data_service", *args], text=True,
         stdout=subprocess.PIPE, stderr=log, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     self.processes.append(process)
     return process
