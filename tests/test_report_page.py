@@ -333,7 +333,7 @@ def test_a_config_reused_without_its_page_gets_it_once(built, tmp_path, capsys):
 def test_the_command_the_page_names_runs_as_printed(built, tmp_path):
   _, builds = built
   _, page, _, _ = builds["224"]
-  (command,) = re.findall(r"<code>(python -m photo_datasets\.report [^<]*)</code>",
+  (command,) = re.findall(r"<code>(python -m photo_datasets report [^<]*)</code>",
                           page.read_text("utf-8"))
   words = shlex.split(html.unescape(command))
   assert words[-2:] == ["--data_dir", str(built[0])] and shutil.which(words[0])

@@ -58,9 +58,8 @@ Result = TypeVar("Result")
 WORKERS_ENV = "PHOTO_DATASETS_WORKERS"
 # How the workers start: fork, spawn or forkserver (`_context`).
 START_METHOD_ENV = "PHOTO_DATASETS_START_METHOD"
-# Items go to the workers a few at a time: the pool's own cost, about 0.1 ms of this
-# process's time per task (docs/performance.md#the-main-process), is then paid once per chunk,
-# not per photo.
+# Items go to the workers a few at a time: the pool's own cost a task, in this process
+# (docs/performance.md#the-main-process), is then paid once per chunk, not per photo.
 _CHUNK = 4
 _CHUNKS_IN_FLIGHT_PER_WORKER = 2
 ITEMS_IN_FLIGHT_PER_WORKER = _CHUNK * _CHUNKS_IN_FLIGHT_PER_WORKER

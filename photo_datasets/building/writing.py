@@ -59,8 +59,8 @@ from photo_datasets.photos.records import Photo
 
 # Spill files per worker and split: hash ranges the second pass removes one by one.
 SPILL_RANGES = 64
-# Photos a worker serialises per task: the pool's cost, 0.1 ms or more of the main process a task
-# (docs/performance.md#the-main-process), is paid once per 64.
+# Photos a worker serialises per task: the pool's cost a task, in the main process
+# (docs/performance.md#the-main-process), is paid once for all of them.
 PHOTOS_PER_TASK = 64
 # Shards being written at once, at most, as a share of a split's: the spill files
 # they read are still there, so the disk holds this much of the split twice.

@@ -3,7 +3,7 @@
 Two people who build a config from the same download, with the same versions
 of the libraries that make its bytes (`versions`), get the same record files
 and the same fingerprint; anyone holding a copy can check it (`verify`,
-`python -m photo_datasets.verify`).
+`python -m photo_datasets verify`).
 
 The fingerprint is the SHA-256 of a short text, one line each:
 

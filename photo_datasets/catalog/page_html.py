@@ -109,7 +109,7 @@ def _overview(page: PageData) -> str:
           f'<p class="muted">The same facts as data: <code>{CSV_NAME}</code> (every flagged photo) '
           "beside this page, and <code>tfds.builder(...).info.metadata</code> (class counts per "
           "split, class weights, the train split's channel mean and std, everything on this page). "
-          f"<code>python -m photo_datasets.verify {_e(page.dataset)} "
+          f"<code>python -m photo_datasets verify {_e(page.dataset)} "
           f"--data_dir {_e(page.data_dir)}</code> "
           "checks a copy against the fingerprint.</p></section>")
 
@@ -300,7 +300,7 @@ def render(page: PageData, uris: Mapping[str, str]) -> str:
   """The page's HTML; `uris`: file_name -> thumbnail `data:` URI."""
   note = f'<p class="note">{_e(page.note)}</p>' if page.note else ""
   created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-  again = shlex.join(["python", "-m", "photo_datasets.report", page.dataset,
+  again = shlex.join(["python", "-m", "photo_datasets", "report", page.dataset,
                       "--data_dir", page.data_dir])
   nav = "".join(f'<a href="#{key}">{title}</a>' for key, title in (
       ("overview", "Overview"), ("problems", "Problems"), ("classes", "Classes"),

@@ -1,7 +1,7 @@
 """`report.html` and `quality.csv`: the build report a person looks at, beside `dataset_info.json`.
 
 Every build writes both into the built config's folder (`builder.data_path`,
-`<data_dir>/<dataset>/<config>/<version>/`), and `python -m photo_datasets.report
+`<data_dir>/<dataset>/<config>/<version>/`), and `python -m photo_datasets report
 NAME --data_dir DIR` writes them again for a config built earlier (`write`).
 
 This module gathers what the page shows from a builder (`page_data`, filling

@@ -1,6 +1,6 @@
 """The main job on the bundled samples: build, load, train one epoch, report.
 
-  python -m photo_datasets.demo [--data_dir demo_data] [--out_dir demo_out] [--datasets NAME ...]
+  python -m photo_datasets demo [--data_dir demo_data] [--out_dir demo_out] [--datasets NAME ...]
 
 Builds every config of each dataset (default: every dataset package an
 installed distribution declares under the `photo_datasets.datasets` entry

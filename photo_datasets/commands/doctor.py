@@ -1,6 +1,6 @@
 """What limits training on this machine: the input pipeline, or the model.
 
-  python -m photo_datasets.doctor NAME [--data_dir DIR] [--split train]
+  python -m photo_datasets doctor NAME [--data_dir DIR] [--split train]
       [--model small|mobilenet_v3_small|PATH.keras] [--batch_size 64]
       [--image_size S] [--seconds 2] [--json]
 
@@ -306,7 +306,7 @@ def verdict(*, input_rate: float, model_rate: float, cached_rate: float | None,
              f"delivers {unflipped_rate:,.0f}.")
   workers = math.ceil(model_rate / input_rate)
   service = (f"{workers} tf.data service workers of this machine's input rate would feed it "
-             "(photo_datasets.data_service)")
+             "(python -m photo_datasets data_service)")
   smaller = (f"a sized config (e.g. {name.split('/')[0]}/{size}) reads at its decode limit and "
              "can be cached"
              if not sized else
@@ -376,7 +376,7 @@ def _added(us: float) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-  parser = argparse.ArgumentParser(prog="python -m photo_datasets.doctor",
+  parser = argparse.ArgumentParser(prog="python -m photo_datasets doctor",
                                    description=__doc__.split("\n")[0])
   parser.add_argument("name", help="a built config, e.g. korean_food/224")
   parser.add_argument("--data_dir")

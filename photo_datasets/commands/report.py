@@ -1,6 +1,6 @@
 """The build report page of a built config, written again.
 
-  python -m photo_datasets.report NAME [--data_dir DIR] [--out_dir DIR]   # e.g. korean_food/224
+  python -m photo_datasets report NAME [--data_dir DIR] [--out_dir DIR]   # e.g. korean_food/224
 
 writes the config's report page and `quality.csv` again
 (`catalog.report_page`), also for a config built before the page existed, and
@@ -17,7 +17,7 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> None:
-  """`python -m photo_datasets.report NAME --data_dir DIR`: the page of a built config, again."""
+  """`python -m photo_datasets report NAME --data_dir DIR`: the page of a built config, again."""
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("name", help="a built config, e.g. korean_food/224 "
                       "(the dataset's default config without /)")

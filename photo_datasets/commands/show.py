@@ -1,6 +1,6 @@
 """A grid of a built dataset's pictures with their class names, written as a PNG.
 
-  python -m photo_datasets.show NAME [--split train] [--data_dir DIR] --out FILE.png
+  python -m photo_datasets show NAME [--split train] [--data_dir DIR] --out FILE.png
       [--count 16] [--seed 0] [--pipeline] [--image_size S]
 
 Without `--pipeline` it shows stored examples of any config, sized or `full`,
@@ -204,7 +204,7 @@ def _fitted(image: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
 
 
 def main(argv: list[str] | None = None) -> None:
-  parser = argparse.ArgumentParser(prog="python -m photo_datasets.show",
+  parser = argparse.ArgumentParser(prog="python -m photo_datasets show",
                                    description=(__doc__ or "").splitlines()[0])
   parser.add_argument("name", metavar="NAME",
                       help="a built config, e.g. korean_food/full or flowers_dataset/224")

@@ -1,7 +1,7 @@
 """Train a small Keras classifier on a built config: an example of the input pipeline at work.
 
-  python -m photo_datasets.train korean_food/224 [--data_dir DIR] [--epochs 5] [--batch_size 64]
-  python -m photo_datasets.train flowers_dataset/full --image_size 160 [--model mobilenet_v3_small]
+  python -m photo_datasets train korean_food/224 [--data_dir DIR] [--epochs 5] [--batch_size 64]
+  python -m photo_datasets train flowers_dataset/full --image_size 160 [--model mobilenet_v3_small]
 
 Trains on `train` (`pipeline.training_dataset`), validates every epoch on
 `validation` and evaluates on `test` at the end (`pipeline.evaluation_dataset`);
@@ -383,7 +383,7 @@ def summary(result: TrainResult) -> str:
 
 
 def main(argv: list[str] | None = None) -> TrainResult:
-  parser = argparse.ArgumentParser(prog="python -m photo_datasets.train",
+  parser = argparse.ArgumentParser(prog="python -m photo_datasets train",
                                    description=__doc__.splitlines()[0],
                                    formatter_class=argparse.ArgumentDefaultsHelpFormatter)
   parser.add_argument("name", help="a built config, e.g. korean_food/224 or flowers_dataset/full")

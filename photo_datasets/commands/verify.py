@@ -1,7 +1,7 @@
 """Checks that TFDS reads a copy of a built config as it was built: its fingerprint.
 
-  python -m photo_datasets.verify NAME [--data_dir DIR] [--fingerprint SHA256]
-  python -m photo_datasets.verify FOLDER [--fingerprint SHA256]
+  python -m photo_datasets verify NAME [--data_dir DIR] [--fingerprint SHA256]
+  python -m photo_datasets verify FOLDER [--fingerprint SHA256]
 
 makes the config's fingerprint again from what the copy says (`korean_food/224`
 in `--data_dir`, or the config's own folder, the one holding its
@@ -88,7 +88,7 @@ def _sha256(value: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-  """`python -m photo_datasets.verify NAME`: a built config checked against its fingerprint."""
+  """`python -m photo_datasets verify NAME`: a built config checked against its fingerprint."""
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("name", help="a built config (e.g. korean_food/224) or its folder")
   parser.add_argument("--data_dir",

@@ -24,43 +24,33 @@ there; their scores: docs/data-quality.md#quality-flags):
 
 * `dark`: the 99th percentile of the pixels' perceived brightness,
   sqrt(0.241 R² + 0.691 G² + 0.068 B²) / 255, below 0.32 (CleanVision's formula
-  and threshold: even the brightest 1 % of the pixels are dim). The darkest
-  real photo (a dandelion against a dark background) scores 0.48: none is
-  flagged.
+  and threshold: even the brightest 1 % of the pixels are dim).
 * `light`: 1 minus the 5th percentile of the same brightness, below 0.05
-  (CleanVision's: even the darkest 5 % of the pixels are nearly white). The
-  real photos score 0.40 or more: none is flagged.
+  (CleanVision's: even the darkest 5 % of the pixels are nearly white).
 * `low_information`: the entropy in bits of the 768-bin RGB histogram (PIL's
   `Image.entropy`, as CleanVision) times 0.1, below 0.3 (CleanVision's
-  normalising factor and threshold; a flat photo scores 0, a photo about 0.9).
-  It marks one real photo: a small sunflower on a black background (0.24; the
-  next scores 0.55).
+  normalising factor and threshold; a flat photo scores 0).
 * `blurry`: CleanVision measures the spread of PIL's FIND_EDGES on a greyscale
   copy 64 px on its long side, where a blur of 2 px at the training size
-  (224 px on the short side) hardly shows: on the real photos (its measure
-  restated here) their median fell by 15 %. Here: the standard deviation of
+  (224 px on the short side) hardly shows. Here: the standard deviation of
   the 4-neighbour Laplacian of a greyscale sample 128 px on its long side,
   divided by the standard deviation of that sample (so a dark or faint but
   sharp photo is not blurry), as 1 - exp(-ratio); flagged below 0.26 (a ratio
-  of 0.3). The real photos' ratios are 0.50 and more (median 1.35); that 2-px
-  blur cuts the median to 0.31, so it flags 19 of the 47 AIHub photos and 51
-  of the 100 flowers, a 4-px blur 45 and 97, a 1-px blur 0 and 5. A flat photo
-  scores 1: it is `low_information`, not blurry.
+  of 0.3). A flat photo scores 1: it is `low_information`, not blurry.
 * `grayscale`: CleanVision flags a photo stored greyscale (mode "L", or three
   equal channels); a grey photo stored as a colour JPEG has channels that
   differ by JPEG's chroma noise. Here: the 99th percentile over the pixels of
   max(R, G, B) - min(R, G, B), / 255, below 10 / 255. A greyscale source scores
-  0, the real black-and-white daisy stored in colour 3 / 255 (flagged), the
-  least colourful colour photo 32 / 255. The percentile lets a coloured mark on
+  0. The percentile lets a coloured mark on
   under 1 % of a grey photo pass, and a colour subject on black is not grey.
   (A flat black or white photo is grey too.)
 * `odd_aspect_ratio`: min(w / h, h / w) of the upright source below 0.35
   (CleanVision's): strips wider than about 3 : 1, of which the square configs
-  keep a third. It marks two 1198 × 400 AIHub photos (0.33).
+  keep a third.
 * `odd_size`: the photo's side, sqrt(w × h), against the median side of all the
   scan's photos: min(side / median, median / side), below 0.1 (CleanVision's
   ratio of 10 either way, from its median-based version; it has since moved to
-  an interquartile rule). Among the real photos every ratio is within 2.
+  an interquartile rule).
 
 The pixel scores read nearest-neighbour samples of the scan's pixels (a subset
 of them, never averages, which would hide blur): 128 px on the long side for

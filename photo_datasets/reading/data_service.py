@@ -5,8 +5,8 @@
 decoding and augmentation run on tf.data service workers, which stream the
 batches to the trainer. The parts are started with
 
-  python -m photo_datasets.data_service dispatcher --port 5050 [--work_dir DIR]
-  python -m photo_datasets.data_service worker --dispatcher HOST:5050 [--port 5051]
+  python -m photo_datasets data_service dispatcher --port 5050 [--work_dir DIR]
+  python -m photo_datasets data_service worker --dispatcher HOST:5050 [--port 5051]
 
 Choices, in one place:
 
@@ -329,7 +329,7 @@ def _port(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-  parser = argparse.ArgumentParser(prog="python -m photo_datasets.data_service",
+  parser = argparse.ArgumentParser(prog="python -m photo_datasets data_service",
                                    description=__doc__.split("\n")[0])
   parts = parser.add_subparsers(dest="part", required=True)
   dispatcher = parts.add_parser("dispatcher",

@@ -1,6 +1,6 @@
 """Random access to a built config: an ArrayRecord copy beside its TFRecords, two loaders over it.
 
-  python -m photo_datasets.random_access NAME [--data_dir DIR]   # e.g. korean_food/224
+  python -m photo_datasets random_access NAME [--data_dir DIR]   # e.g. korean_food/224
 
 `add_array_record` runs TFDS's own `tfds convert_format` on a built config, in
 place: every TFRecord shard gets an ArrayRecord twin in the same folder, and
