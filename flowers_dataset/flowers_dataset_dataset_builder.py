@@ -15,7 +15,7 @@ from etils import epath
 from flowers_dataset.attributions import parse_attributions
 from photo_datasets import tfds_private
 from photo_datasets.archives import storage
-from photo_datasets.building import builder, generation
+from photo_datasets.building import builder, generation, scan_to_splits
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images
 from photo_datasets.photos.records import Candidate, Photo, Span
@@ -129,7 +129,7 @@ class Builder(builder.PhotoBuilder[epath.Path]):
     )
 
   def _find_source(self, dl_manager: tfds.download.DownloadManager) -> epath.Path:
-    manual_dir = builder.manual_dir_or_none(dl_manager)
+    manual_dir = scan_to_splits.manual_dir_or_none(dl_manager)
     if manual_dir and (manual_dir / _FOLDER).is_dir():
       logging.info("Using the extracted %s (not checksum-verified).", manual_dir / _FOLDER)
       return manual_dir / _FOLDER

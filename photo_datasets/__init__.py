@@ -12,8 +12,13 @@ imports only those below it (`pyproject.toml`'s import-linter contracts):
              photographer's series (`series`), quality scores (`quality`),
              the split rule (`splits`).
   building/  what `tfds build` runs: `builder.PhotoBuilder` (the base class and
-             its hooks), the size `configs`, the `scan`, its saved copy
-             (`scan_cache`) and the images it converted (`converted`),
+             its hooks; what a build in progress shares, `build_state`; the
+             step from the scan to the splits, `scan_to_splits`; Beam's
+             workers or this machine's, `beam_or_local`; the report page's
+             `report_thumbnails`; what a build does once its records are
+             generated, `after_generation`), the size `configs`, the `scan`,
+             its saved copy (`scan_cache`) and the images it converted
+             (`converted`),
              `generation`, the two ways the phases run (`executors`: this
              machine's worker pool, `parallel`, or Beam's workers,
              `beam_generation`),

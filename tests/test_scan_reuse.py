@@ -13,8 +13,7 @@ import pytest
 import tensorflow_datasets as tfds
 
 import korean_food
-from photo_datasets.building import builder as builder_module
-from photo_datasets.building import scan_cache, unbuilt
+from photo_datasets.building import scan_cache, scan_to_splits, unbuilt
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, near_duplicates
 from photo_datasets.photos.records import Photo
@@ -192,7 +191,7 @@ def test_a_bucket_download_dir_keeps_the_saved_scan_in_the_bucket(tmp_path, monk
   monkeypatch.chdir(tmp_path)
   manager = types.SimpleNamespace(download_dir="gs://bucket/data/downloads", manual_dir=None)
   with tfds.testing.MockFs() as fs:
-    cache_dir = builder_module._scan_cache_dir(manager)
+    cache_dir = scan_to_splits.scan_cache_dir(manager)
     assert os.fspath(cache_dir) == "gs://bucket/data/downloads/scans"
     built_in = types.SimpleNamespace(data_dir_root="gs://bucket/data")
     assert unbuilt._scans_dir(built_in) == os.fspath(cache_dir)

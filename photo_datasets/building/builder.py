@@ -45,13 +45,9 @@ the built config (`croissant.py`).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import gc
 import os
-import shutil
-import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Generic, TypeVar, cast
+from collections.abc import Callable, Iterable
+from typing import Any, Generic, TypeVar
 
 import tensorflow_datasets as tfds
 from absl import logging
@@ -60,38 +56,31 @@ from etils import epath
 from photo_datasets import tfds_private
 from photo_datasets.archives import storage
 from photo_datasets.building import (
+  after_generation,
+  beam_or_local,
+  build_state,
   cli,
   configs,
-  converted,
   disk,
-  executors,
   generation,
   parallel,
-  reproducible,
-  scan,
-  scan_cache,
+  report_thumbnails,
+  scan_to_splits,
   sharding,
   tfrecord_files,
   unbuilt,
   writing,
 )
-from photo_datasets.catalog import build_stats, croissant, fingerprint
-from photo_datasets.catalog.build_report import BuildReport, Skipped
-from photo_datasets.photos import images, records, series, splits
+from photo_datasets.building.scan_to_splits import manual_dir_or_none
+from photo_datasets.catalog import croissant
+from photo_datasets.catalog.build_report import BuildReport
+from photo_datasets.photos import images, records
 
 CHECKSUMS_DIR = epath.Path(__file__).parent.parent.parent / "checksums"
 # What `_find_source` found: the folder holding the source, or a dataset's own record of it
 # that names the folder (`os.fspath`) and carries what it found there on to the other hooks, so
 # the folder is searched once per build.
 Source = TypeVar("Source", bound=os.PathLike[str])
-
-
-def manual_dir_or_none(dl_manager: tfds.download.DownloadManager) -> epath.Path | None:
-  """The manual dir, or None where TFDS has none to give (it raises AssertionError)."""
-  try:
-    return dl_manager.manual_dir
-  except AssertionError:
-    return None
 
 
 # `skip_registration` goes to TFDS's `__init_subclass__`, which mypy cannot see (tfds is untyped).
@@ -131,8 +120,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
   # Records serialised and written by the workers (`writing`); False: by TFDS's writer, in this
   # process.
   WRITE_IN_WORKERS = True
-  _build: _Build  # The build in progress (`download_and_prepare`).
-  _built: _Built | None = None  # The build just made, until its page is written.
+  _build: build_state.Build  # The build in progress (`download_and_prepare`).
+  _built: after_generation.Built | None = None  # The build just made, until its page is written.
 
   def _find_source(self, dl_manager: tfds.download.DownloadManager) -> Source:
     raise NotImplementedError
@@ -214,9 +203,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     disk that fills up anyway ends the build with `disk.NotEnoughDiskSpace`,
     in the words of the check made before it."""
     parallel.refuse_in_a_starting_worker(f"{self._full_name}: building")
-    with _loaded_objects_frozen():
+    with build_state.loaded_objects_frozen():
       config_dir = os.path.dirname(os.fspath(self.data_path))
-      self._build = _Build()
+      self._build = build_state.Build()
       # Only before a build: a built copy still loads read-only.
       if storage.is_local(config_dir) and not self.data_path.exists():
         disk.check_writable(self._full_name, config_dir)
@@ -260,8 +249,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
   def _example_writer(self) -> tfds.core.ExampleWriter:
     # TFDS's writes TFRecord files with TensorFlow, which each Beam worker writing shards imports.
     # On Beam, each file's hash is left where `_process_pipeline_result` reads it.
-    beam = getattr(self, "_build", _Build()).beam  # TFDS may ask before a build.
-    hashes = os.fspath(self._generation_dir / _HASHES) if beam else None
+    beam = getattr(self, "_build", build_state.Build()).beam  # TFDS may ask before a build.
+    hashes = beam_or_local.hashes_folder(beam, self._generation_dir)
     return tfrecord_files.ExampleWriter(file_format=self.info.file_format, hashes_folder=hashes)
 
   def is_prepared(self) -> bool:
@@ -282,35 +271,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     print(f"{self._full_name}: {note}", flush=True)
 
   def _write_report_page(self) -> None:
-    """`report.html` and `quality.csv` beside `dataset_info.json` (`report_page`)
-    after a build, then the build's summary, naming it. A config reused
-    without its page (a build stopped after its records, or built before the
-    page existed) gets it once, from a pass over every record (its cost:
-    docs/data-quality.md#the-build-report); a read-only copy is left as it is."""
-    # Its own module; TensorFlow only for the records pass.
-    from photo_datasets.catalog import report_page
-
+    """The build report page and the summary (`after_generation.write_report_page`)."""
     built, self._built = self._built, None
-    folder = os.fspath(self.data_path)
-    if built is None:
-      if (self.is_prepared() and storage.is_local(folder) and os.access(folder, os.W_OK)
-          and not os.path.exists(os.path.join(folder, report_page.FILE_NAME))):
-        try:
-          print(f"{self._full_name}: wrote the missing report page {report_page.write(self)}",
-                flush=True)
-        except Exception as e:  # As after a build: the page never fails a load.
-          logging.warning("Could not write the build report page in %s: %s: %s", folder,
-                          type(e).__name__, e)
-      return
-    try:
-      page = report_page.write(self, split_of=built.split_of, source_images=built.source_images,
-                               build_seconds=built.seconds)
-    except Exception as e:  # The page is for a person to read: it never fails a build.
-      logging.warning("Could not write the build report page in %s: %s: %s", folder,
-                      type(e).__name__, e)
-      page = ""
-    print(built.report.summary(self._full_name, built.sizes, page=page,
-                               fingerprint=fingerprint.sha256_of(self.info.metadata)), flush=True)
+    after_generation.write_report_page(self, built, self._full_name)
 
   def _download_and_prepare(self, dl_manager: tfds.download.DownloadManager,
                             download_config: tfds.download.DownloadConfig) -> None:
@@ -323,69 +286,15 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
                     or os.path.join(os.fspath(dl_manager.download_dir), "manual"))
       raise unbuilt.SourceNotFound(f"{unbuilt.message(self, manual_dir=os.fspath(manual_dir))}\n"
                                    f"What to put there:{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
-    build.executor = executors.LocalExecutor(self.workers)
-    if build.beam:
-      from photo_datasets.building import beam_generation, beam_logs  # Need apache_beam.
-      runner = beam_logs.quiet(download_config.beam_options, download_config.beam_runner)
-      download_config = dataclasses.replace(download_config, beam_runner=runner)
-      build.executor = beam_generation.BeamExecutor(
-          runner, download_config.beam_options, self._beam_work_dir)
+    build.executor, download_config = beam_or_local.executor(
+        build.beam, self.workers, download_config, self._beam_work_dir)
     try:
       super()._download_and_prepare(dl_manager, download_config)
     finally:
       if build.converted is not None:
         build.converted.close()
 
-    built = self._built_photos()
-    self.info.metadata.update(build.report.as_metadata())
-    self.info.metadata.update(build_stats.metadata(built, self.info.features["label"].names))
-    self.info.metadata["source"] = build.source_path
-    # For the command that builds a sibling config (`unbuilt.build_command`).
-    self.info.metadata["manual_dir"] = build.manual_dir
-    split_of = {p.file_name: split for split, group in built.items() for p in group}
-    runs, (thumbnails,) = build.thumbnail_runs, build.thumbnails()
-    # While the record files are still in the build's temporary folder (`data_path` until TFDS
-    # moves them), on the executor: those the writer did not hash (its format is not ours).
-    unhashed = [name for name in fingerprint.record_files(self.info)
-                if name not in build.record_sha256]
-    if unhashed:
-      (hashes,) = build.executor.run_together([executors.Phase(
-          fingerprint.file_sha256, [self.data_path / name for name in unhashed],
-          on_crash=_unhashed)])
-      build.record_sha256.update(zip(unhashed, hashes, strict=True))
-    self.info.metadata[fingerprint.METADATA_KEY] = fingerprint.record(self.info, self.data_path,
-                                                                      build.record_sha256)
-    sizes = {name: split.num_examples for name, split in self.info.splits.items()}
-    thumbnail_of = {p.file_name: small for run, made in zip(runs, thumbnails, strict=True)
-                    for p, small in zip(run, made, strict=True)
-                    if small and p.file_name in split_of}  # Not one generation skipped.
-    # Printed by `download_and_prepare` once the page is written, with its path.
-    self._built = _Built(build.report, sizes, split_of,
-                         lambda names: {n: thumbnail_of[n] for n in names if n in thumbnail_of},
-                         time.perf_counter() - build.started)
-
-  def _built_photos(self) -> dict[str, list[records.Photo]]:
-    """The photos in each split's records: those given to generation, less those it skipped."""
-    skipped = {s.file_name for s in self._build.report.skipped_files}
-    return {split: [p for p in photos if p.file_name not in skipped]
-            for split, photos in self._build.split_photos.items()}
-
-  def _thumbnail_runs(self, photos: list[records.Photo]) -> list[list[records.Photo]]:
-    """The report page's photos in runs of `_Thumbnails`, in location order: read from the
-    source and framed as stored, a few reads instead of a pass over every record. Chosen from
-    the scan's report (generation changes none of the groups and flags the page shows)."""
-    from photo_datasets.catalog import report_page  # Its own module, as in `_write_report_page`.
-    from photo_datasets.catalog.page_data import wanted_thumbnails
-
-    split_of = {photo.file_name: photo.split for photo in photos}
-    try:
-      wanted, _ = wanted_thumbnails(report_page.page_data(self, split_of, self._build.report))
-    except Exception as e:  # The page is for a person to read: it never fails a build.
-      logging.warning("Could not choose the build report page's thumbnails: %s: %s",
-                      type(e).__name__, e)
-      return []
-    chosen = sorted((p for p in photos if p.file_name in wanted), key=lambda p: p.location)
-    return [chosen[i:i + _THUMBNAILS_PER_TASK] for i in range(0, len(chosen), _THUMBNAILS_PER_TASK)]
+    self._built = after_generation.finish(build, self.info, self.data_path)
 
   @classmethod
   def class_descriptions(cls) -> dict[str, str]:
@@ -397,13 +306,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
                        download_config: tfds.download.DownloadConfig) -> Any:
     # Our count of record files per split (`sharding`), unless --num_shards says.
     download_config = sharding.with_policy(download_config)
-    reproducible.use_in_tfds()  # TFDS's writers too, where they write.
-    if self._build.beam:  # And its Beam writer cuts shards where the local writer does.
-      from photo_datasets.building import beam_writing  # Needs apache_beam.
-      beam_writing.use_in_tfds()
-    if (self._build.beam or not self.WRITE_IN_WORKERS
-        or download_config.max_examples_per_split is not None
-        or download_config.nondeterministic_order or self.info.disable_shuffling):
+    beam_or_local.use_writers(self._build.beam)
+    if beam_or_local.tfds_writes(self._build.beam, self.WRITE_IN_WORKERS, download_config,
+                                 self.info):
       return super()._generate_splits(dl_manager, download_config)
     made = self._split_generators(dl_manager)
     if not all(isinstance(split, generation.LocalSplit) for split in made.values()):
@@ -432,23 +337,26 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     if manual_dir is not None and storage.absolute(source).startswith(
         storage.absolute(manual_dir)):
       self._build.manual_dir = storage.absolute(manual_dir)
-    photos, self._build.report = self._scan(source, _scan_cache_dir(dl_manager))
+    photos, self._build.report = self._source_scan().scan(
+        source, scan_to_splits.scan_cache_dir(dl_manager))
     if not photos:
-      raise ValueError(self._nothing_usable(source))
-    by_split: dict[str, list[records.Photo]] = {name: [] for name in splits.SPLIT_NAMES}
-    for photo in photos:
-      by_split[photo.split].append(photo)
-    self._build.report.empty_splits = [name for name, group in by_split.items() if not group]
-    for name in self._build.report.empty_splits:
-      logging.warning("%s: split %r would be empty and is left out.", self.name, name)
+      raise ValueError(scan_to_splits.nothing_usable(source, self._build.report,
+                                                     self.MANUAL_DOWNLOAD_INSTRUCTIONS))
+    split_photos = scan_to_splits.by_split(photos, self._build.report, self.name)
     # The report page's thumbnails, made beside the records (on Beam: in their pipeline).
-    runs = self._build.thumbnail_runs = self._thumbnail_runs(photos)
-    make_thumbnails = _Thumbnails(square=bool(self.builder_config.image_size),
-                                  reader_type=self.READER)
-    self._build.thumbnails = self._build.executor.beside_generation(
-        [executors.Phase(make_thumbnails, runs, on_crash=_no_thumbnails)])
+    runs = self._build.thumbnail_runs = report_thumbnails.runs(self, photos, self._build.report)
+    self._build.thumbnails = report_thumbnails.beside_generation(
+        self._build.executor, runs, square=bool(self.builder_config.image_size),
+        reader_type=self.READER)
     return {name: self._generate_examples(source, group, name)
-            for name, group in by_split.items() if group}
+            for name, group in split_photos.items() if group}
+
+  def _source_scan(self) -> scan_to_splits.SourceScan:
+    """The scan of this build's source (`scan_to_splits.SourceScan`)."""
+    return scan_to_splits.SourceScan(
+        type(self), self.name, self._full_name, self.builder_config.image_size, self.data_dir,
+        os.fspath(tfds_private.data_dir_root(self)), self._build, self._say, self._list_source,
+        self._estimate_source, self._series_order)
 
   def _generate_examples(self, source: Source, photos: list[records.Photo], split: str) -> Any:
     """Examples in location order (each archive opened once)."""
@@ -456,13 +364,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     photos = sorted(photos, key=lambda p: p.location)
     self._build.split_photos[split] = photos
     self._build.source_path = os.fspath(source)
-    if self._build.beam:
-      from photo_datasets.building import beam_generation  # Needs apache_beam.
-      executor = cast(beam_generation.BeamExecutor, self._build.executor)
-      return beam_generation.ConvertSplit(photos, make, self.READER, self._generation_dir, split,
-                                          self._build.converted, beside=executor.take_beside())
-    return generation.LocalSplit(photos, make, self.READER(), self._build.report.skipped_files,
-                                 self.workers, self._build.converted)
+    return beam_or_local.split_examples(self._build, photos, make, self.READER,
+                                        self._generation_dir, split, self.workers)
 
   @property
   def _beam_work_dir(self) -> epath.Path:
@@ -475,187 +378,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     return self._beam_work_dir / "generation"
 
   def _process_pipeline_result(self, pipeline_result: Any) -> None:
-    from photo_datasets.building import beam_generation
-    folder = self._generation_dir
-    self._build.record_sha256.update(beam_generation.written_hashes(folder / _HASHES))
-    self._build.report.skipped_files += beam_generation.read_skips(folder)
-
-  def _scan(self, source: Source,
-            cache_dir: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
-    """Scans `source`, or reuses the saved scan of the same, unchanged files;
-    checks the disk space before the conversion starts. Fills the report's
-    quality flags from the photos' scores either way. Builds of other configs
-    scanning the same files at the same time wait for the first one's scan."""
-    if not cache_dir:
-      return self._scan_source(source, None)
-    cache = scan_cache.saved_scan(cache_dir, type(self), os.fspath(source))
-    with contextlib.suppress(OSError):
-      cache_dir.mkdir(parents=True, exist_ok=True)
-    if not cache.exists() and (why := scan_cache.why_not_reused(cache, self.name)):
-      self._say(f"{why}: scanning {source} again.")
-
-    def wait(holder: str) -> None:
-      self._say(f"another build is scanning {source} ({holder}); waiting to reuse its scan.")
-
-    with disk.exclusive(f"{cache}.lock", wait, remove=True):
-      if cache.exists() and (saved := scan_cache.load_scan(cache)) is not None:
-        logging.info("Reusing the scan of %s saved in %s", source, cache)
-        self._check_disk_space(len(saved[0]), sum(p.nbytes for p in saved[0]))
-        # From the saved scores, by today's thresholds.
-        saved[1].quality_flags = build_stats.flag_rows(saved[0])
-        return saved
-      return self._scan_source(source, cache)
-
-  def _scan_source(self, source: epath.Path,
-                   cache: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
-    size = self.builder_config.image_size
-    local = storage.is_local(self.data_dir)
-    # A bucket (gs://) holds no temporary file of ours.
-    converts_in_scan = bool(size) and local
-    series_order = self._series_order()
-    estimate = self._estimate_source(source)
-    self._check_disk_space(*estimate, converts_in_scan=converts_in_scan,
-                           keeps_keypoints=series_order is not None and local)
-    # The scan's workers keep the series keypoints in the build's folder; with a bucket's, in this
-    # machine's temporary folder where they run here, else with their results.
-    keypoints_in = os.fspath(self.data_dir) if local else None
-    scratch = None
-    if series_order is not None and not local and self._build.executor.on_this_machine:
-      scratch = keypoints_in = disk.scratch_folder(self._full_name,
-                                                   estimate[0] * series.KEYPOINTS_BYTES)
-    report = BuildReport()
-    listing = self._list_source(source, report)
-    if size and converts_in_scan:
-      self._build.converted = converted.ConvertedImages(size, self.data_dir)
-    try:
-      photos = scan.scan(listing, report, executor=self._build.executor,
-                         converted=self._build.converted, series_position=series_order,
-                         folder=keypoints_in)
-    finally:
-      if scratch is not None:
-        shutil.rmtree(scratch, ignore_errors=True)
-    # Information only: no photo is left out for a flag.
-    report.quality_flags = build_stats.flag_rows(photos)
-    if cache:
-      scan_cache.save_scan(cache, photos, report)
-    # The images converted in the scan are on the disk already: the records are left to write.
-    self._check_disk_space(len(photos), sum(p.nbytes for p in photos))
-    return photos, report
+    beam_or_local.read_beam_results(self._build, self._generation_dir)
 
   @property
   def _full_name(self) -> str:
     return f"{self.name}/{self.builder_config.name}"
-
-  def _check_disk_space(self, photos: int, source_bytes: int, *, converts_in_scan: bool = False,
-                        keeps_keypoints: bool = False) -> None:
-    self._build.needed_bytes = disk.needed_bytes(
-        self.builder_config.image_size, photos, source_bytes, converts_in_scan=converts_in_scan,
-        scan_keeps=photos * series.KEYPOINTS_BYTES if keeps_keypoints else 0)
-    data_dir_root = os.fspath(tfds_private.data_dir_root(self))
-    if storage.is_local(data_dir_root):
-      disk.preflight(self._full_name, data_dir_root, self._build.needed_bytes)
-
-  def _nothing_usable(self, source: Source) -> str:
-    report = self._build.report
-    examples = "".join([f"\n  {s.file_name}: {s.reason}" for s in report.skipped_files[:10]]
-                       + [f"\n  {w}" for w in report.warnings[:10]])
-    return (f"No usable image in {source}: found {report.ignored_files} non-image "
-            f"files and {len(report.skipped_files)} unusable ones{examples}\n"
-            f"Expected:{self.MANUAL_DOWNLOAD_INSTRUCTIONS}")
-
-
-@contextlib.contextmanager
-def _loaded_objects_frozen() -> Iterator[None]:
-  """The garbage collector's full passes skip every object loaded before (TensorFlow's): a
-  build makes many passes as its records of the photos accumulate, and each would walk all of
-  those objects again (docs/performance.md#the-main-process)."""
-  if gc.get_freeze_count():  # Frozen by the caller: left as it is.
-    yield
-    return
-  gc.freeze()
-  try:
-    yield
-  finally:
-    gc.unfreeze()
-
-
-def _unhashed(path: epath.Path) -> str:
-  raise RuntimeError(f"hashing {path} killed its worker twice")
-
-
-def _scan_cache_dir(dl_manager: tfds.download.DownloadManager) -> epath.Path | None:
-  """`<download dir>/scans`, unless that lies in the manual dir: user data,
-  never written to (as with TFDS's test harness, where both are dummy_data)."""
-  cache_dir = storage.absolute(os.path.join(os.fspath(dl_manager.download_dir), "scans"))
-  manual_dir = manual_dir_or_none(dl_manager)
-  if manual_dir is not None:
-    manual = storage.absolute(manual_dir)
-    if cache_dir == manual or cache_dir.startswith(manual.rstrip("/") + "/"):
-      return None
-  return epath.Path(cache_dir)
-
-
-def _no_thumbnails(photos: list[records.Photo]) -> list[bytes | None]:
-  return [None] * len(photos)
-
-
-# Photos one task reads in location order through one reader, so an archive is opened once.
-_THUMBNAILS_PER_TASK = 16
-# Where a Beam build's writers leave each record file's SHA-256, in `_generation_dir`.
-_HASHES = "sha256"
-
-
-@dataclasses.dataclass(frozen=True)
-class _Thumbnails:
-  """The report page's thumbnails of a run of built photos, from their source bytes, framed as
-  stored; None for a photo gone since or of which nothing decodes."""
-
-  square: bool  # A sized config's centre square, of the photo's crop box.
-  reader_type: type[generation.Reader]  # For a photo without a span: the builder's reader.
-
-  def __call__(self, photos: list[records.Photo]) -> list[bytes | None]:
-    from photo_datasets.catalog import report_page  # Its own module, as in `_write_report_page`.
-
-    made: list[bytes | None] = []
-    with self.reader_type() as reader:
-      for photo in photos:
-        data = generation.read_or_skip(reader, photo)
-        made.append(None if isinstance(data, Skipped)  # Gone since.
-                    else report_page.thumbnail(data, box=photo.box if self.square else None,
-                                               square=self.square))
-    return made
-
-
-@dataclasses.dataclass
-class _Build:
-  """A build in progress, from `download_and_prepare` to its end: what TFDS's
-  hooks (`_split_generators`, `_generate_examples`, ...) learn and share."""
-
-  beam: bool = False  # Whether Beam runs the phases.
-  executor: executors.Executor = executors.LocalExecutor(1)  # What runs the phases.
-  started: float = dataclasses.field(default_factory=time.perf_counter)
-  report: BuildReport = dataclasses.field(default_factory=BuildReport)
-  # Given to generation.
-  split_photos: dict[str, list[records.Photo]] = dataclasses.field(default_factory=dict)
-  source_path: str | None = None
-  manual_dir: str | None = None  # Where the source was found; None when it was downloaded.
-  converted: converted.ConvertedImages | None = None  # What the scan converted already.
-  needed_bytes: int = 0  # The disk check's estimate, for the out-of-space message.
-  split_generators: dict[str, Any] | None = None  # What `_split_generators` made.
-  # File name -> SHA-256 of the record files the workers wrote, for the fingerprint.
-  record_sha256: dict[str, str] = dataclasses.field(default_factory=dict)
-  # The report page's photos in runs, and the function that gives their thumbnails once the
-  # records are generated (`Executor.beside_generation`).
-  thumbnail_runs: list[list[records.Photo]] = dataclasses.field(default_factory=list)
-  thumbnails: Callable[[], list[list[Any]]] = lambda: [[]]
-
-
-@dataclasses.dataclass(frozen=True)
-class _Built:
-  """What a build leaves for its report page and summary (`PhotoBuilder._write_report_page`)."""
-
-  report: BuildReport
-  sizes: dict[str, int]  # Examples per split.
-  split_of: dict[str, str]  # file_name -> split of every example.
-  source_images: Callable[[set[str]], dict[str, bytes]]  # The page's photos, read from the source.
-  seconds: float  # The scan and conversion (not in the metadata, which depends on the source only).

@@ -26,6 +26,7 @@ import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from typing import IO
 
 from absl import logging
 
@@ -191,33 +192,10 @@ def exclusive(path: str, on_wait: Callable[[str], None],
   except ImportError:  # Not POSIX.
     yield False
     return
-  waited = False
-  while True:
-    try:
-      if waited:  # The holder may have removed its folder as it left.
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-      lock = open(path, "a+")
-    except OSError:  # A read-only folder: a copy of a built dataset, which still loads.
-      yield False
-      return
-    try:
-      fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
-      if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-        lock.close()
-        logging.warning("Cannot lock %s (%s): builds sharing it are not kept from running at once.",
-                        path, e)
-        yield False
-        return
-      if not waited:
-        lock.seek(0)
-        on_wait(lock.read().strip() or "another process")
-        waited = True
-      fcntl.flock(lock, fcntl.LOCK_EX)
-    with contextlib.suppress(OSError):
-      if os.stat(path).st_ino == os.fstat(lock.fileno()).st_ino:
-        break  # Else the holder removed the file as it left: lock the one there now.
-    lock.close()
+  lock, waited = _locked(path, on_wait)
+  if lock is None:
+    yield False
+    return
   with lock:
     lock.seek(0)
     if (left := lock.read().strip()) and not waited:
@@ -235,6 +213,39 @@ def exclusive(path: str, on_wait: Callable[[str], None],
         if remove:  # While still held: a process waiting on it then locks a new file.
           os.remove(path)
       fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _locked(path: str, on_wait: Callable[[str], None]) -> tuple[IO[str] | None, bool]:
+  """The file `path` opened and locked (`exclusive`), once its holder lets go, and whether
+  this process waited for one; None for the file where no lock can be had."""
+  import fcntl  # Called by `exclusive`, which found it.
+
+  waited = False
+  while True:
+    try:
+      if waited:  # The holder may have removed its folder as it left.
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+      lock = open(path, "a+")
+    except OSError:  # A read-only folder: a copy of a built dataset, which still loads.
+      return None, waited
+    try:
+      fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+      if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+        lock.close()
+        logging.warning("Cannot lock %s (%s): builds sharing it are not kept from running at once.",
+                        path, e)
+        return None, waited
+      if not waited:
+        lock.seek(0)
+        on_wait(lock.read().strip() or "another process")
+        waited = True
+      fcntl.flock(lock, fcntl.LOCK_EX)
+    with contextlib.suppress(OSError):
+      if os.stat(path).st_ino == os.fstat(lock.fileno()).st_ino:
+        return lock, waited
+    # Else the holder removed the file as it left: lock the one there now.
+    lock.close()
 
 
 @contextlib.contextmanager

@@ -4,7 +4,7 @@ A phase is written once, as a picklable function over one item: a candidate
 file (the scan's `_Inspect`), a key and its values (the scan's `_ScanGroups`:
 every photo's hashes for the near copies, a class's features for its series),
 a record file (`fingerprint.file_sha256`, where the writer did not hash it), a
-run of the report page's photos (the builder's `_Thumbnails`). An `Executor`
+run of the report page's photos (`report_thumbnails._Thumbnails`). An `Executor`
 maps it over the items and yields the results in the items' order, so a
 build is the same bytes whichever runs it:
 

@@ -225,45 +225,70 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
     The valid photos sorted by name, each with the split of its group
     (`group_near_duplicates`).
   """
-
-  def first_copies() -> Iterator[Candidate]:
-    kept_at: dict[str, str] = {}  # file_name -> where its first copy lies.
-    # (kept, left out) -> names.
-    twice: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
-    for candidate in tfds_private.progress_bar(candidates, desc="Scanning", unit=" files"):
-      if candidate.file_name in kept_at:
-        twice[kept_at[candidate.file_name], candidate.location[0]].append(candidate.file_name)
-        continue
-      kept_at[candidate.file_name] = candidate.location[0]
-      yield candidate
-    report.warnings += _second_copies(twice)
-
-  photos = []
+  finds_series = series_position is not None
   # The workers keep the keypoints in files of their own in `folder` until the series are found.
-  keeps = series_position is not None and folder is not None
-  keypoints = tempfile.mkdtemp(prefix="keypoints.", dir=folder) if keeps else None
-  inspect = _Inspect(converted.size if converted is not None else None,
-                     series=series_position is not None,
-                     converted_folder=converted.folder if converted is not None else "",
-                     keypoints_folder=keypoints)
-  phase = Phase(inspect, first_copies(), on_crash=_crashed, chunk=PHOTOS_PER_TASK)
-  try:
+  with _keypoints_folder(folder if finds_series else None) as keypoints:
+    inspect = _Inspect(converted.size if converted is not None else None,
+                       series=finds_series,
+                       converted_folder=converted.folder if converted is not None else "",
+                       keypoints_folder=keypoints)
+    phase = Phase(inspect, _first_copies(candidates, report), on_crash=_crashed,
+                  chunk=PHOTOS_PER_TASK)
     results, grouped = executor.map_and_group(
-        phase, Grouping(_GroupedValues(series=series_position is not None),
+        phase, Grouping(_GroupedValues(series=finds_series),
                         _ScanGroups(series_position), on_crash=_not_grouped))
-    for result in results:
-      if isinstance(result, Skipped):
-        report.skipped_files.append(result)
-        continue
-      photos.append(result.photo)
-      if result.crop_outside:
-        report.counts["bad crop lines"] = report.counts.get("bad crop lines", 0) + 1
-      if converted is not None and result.image is not None:
-        converted.add(result.photo.file_name, result.image, result.photo.box)
+    photos = _taken_results(results, report, converted)
+  _count(photos, report)
+  return _grouped(sorted(photos, key=lambda p: p.file_name), grouped, report)
+
+
+def _first_copies(candidates: Iterable[Candidate], report: BuildReport) -> Iterator[Candidate]:
+  """The candidates less a file name seen again; those go into one warning, once the last
+  candidate is read."""
+  kept_at: dict[str, str] = {}  # file_name -> where its first copy lies.
+  # (kept, left out) -> names.
+  twice: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
+  for candidate in tfds_private.progress_bar(candidates, desc="Scanning", unit=" files"):
+    if candidate.file_name in kept_at:
+      twice[kept_at[candidate.file_name], candidate.location[0]].append(candidate.file_name)
+      continue
+    kept_at[candidate.file_name] = candidate.location[0]
+    yield candidate
+  report.warnings += _second_copies(twice)
+
+
+@contextlib.contextmanager
+def _keypoints_folder(folder: str | os.PathLike[str] | None) -> Iterator[str | None]:
+  """A new folder in `folder` where the workers keep the keypoints, removed at the end; None
+  without `folder`."""
+  keypoints = tempfile.mkdtemp(prefix="keypoints.", dir=folder) if folder is not None else None
+  try:
+    yield keypoints
   finally:
     if keypoints is not None:
       worker_files.close(keypoints)  # This process's, with one worker.
       shutil.rmtree(keypoints, ignore_errors=True)
+
+
+def _taken_results(results: Iterable[_Scanned | Skipped], report: BuildReport,
+                   converted: ConvertedImages | None) -> list[Photo]:
+  """The scanned photos, in the order they came; the skipped files, the crop boxes outside
+  their photo and the converted images go where they are kept."""
+  photos = []
+  for result in results:
+    if isinstance(result, Skipped):
+      report.skipped_files.append(result)
+      continue
+    photos.append(result.photo)
+    if result.crop_outside:
+      report.counts["bad crop lines"] = report.counts.get("bad crop lines", 0) + 1
+    if converted is not None and result.image is not None:
+      converted.add(result.photo.file_name, result.image, result.photo.box)
+  return photos
+
+
+def _count(photos: list[Photo], report: BuildReport) -> None:
+  """The report's byte-identical duplicates and its counts of the photos."""
   by_digest = collections.defaultdict(list)
   for photo in photos:
     by_digest[photo.digest].append(photo.file_name)
@@ -273,7 +298,12 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
   report.counts["padded JPEGs kept"] = sum(p.check.padding > 0 for p in photos)
   if "bad crop lines" in report.counts:  # The listing read crop files.
     report.counts["images with a crop box"] = sum(p.box is not None for p in photos)
-  photos = sorted(photos, key=lambda p: p.file_name)
+
+
+def _grouped(photos: list[Photo], grouped: dict[str, list[list[str]] | None],
+             report: BuildReport) -> list[Photo]:
+  """`photos` (sorted by name) with the split of their group: the groups the workers found, by
+  name, as indexes of `photos`."""
   index_of = {p.file_name: i for i, p in enumerate(photos)}
   near = grouped.pop(_NEAR_COPIES, None)
   if lost := sorted(key for key, groups in grouped.items() if groups is None):

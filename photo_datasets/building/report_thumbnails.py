@@ -1,0 +1,84 @@
+"""The build report page's thumbnails: chosen from the scan's report (`runs`),
+made beside generation from the source bytes (`beside_generation`), then
+found by name for the page (`by_name`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import tensorflow_datasets as tfds
+from absl import logging
+
+from photo_datasets.building import executors, generation
+from photo_datasets.catalog.build_report import BuildReport, Skipped
+from photo_datasets.photos import records
+
+# Photos one task reads in location order through one reader, so an archive is opened once.
+_THUMBNAILS_PER_TASK = 16
+
+
+def runs(builder: tfds.core.DatasetBuilder, photos: list[records.Photo],
+         report: BuildReport) -> list[list[records.Photo]]:
+  """The report page's photos in runs of `_Thumbnails`, in location order: read from the
+  source and framed as stored, a few reads instead of a pass over every record. Chosen from
+  the scan's report (generation changes none of the groups and flags the page shows)."""
+  # Its own module, as in `after_generation.write_report_page`.
+  from photo_datasets.catalog import report_page
+  from photo_datasets.catalog.page_data import wanted_thumbnails
+
+  split_of = {photo.file_name: photo.split for photo in photos}
+  try:
+    wanted, _ = wanted_thumbnails(report_page.page_data(builder, split_of, report))
+  except Exception as e:  # The page is for a person to read: it never fails a build.
+    logging.warning("Could not choose the build report page's thumbnails: %s: %s",
+                    type(e).__name__, e)
+    return []
+  chosen = sorted((p for p in photos if p.file_name in wanted), key=lambda p: p.location)
+  return [chosen[i:i + _THUMBNAILS_PER_TASK] for i in range(0, len(chosen), _THUMBNAILS_PER_TASK)]
+
+
+def beside_generation(executor: executors.Executor, thumbnail_runs: list[list[records.Photo]], *,
+                      square: bool, reader_type: type[generation.Reader]
+                      ) -> Callable[[], list[list[Any]]]:
+  """The thumbnails of `thumbnail_runs`, made beside the records (on Beam: in their
+  pipeline); the function returned gives them once the records are generated."""
+  make_thumbnails = _Thumbnails(square=square, reader_type=reader_type)
+  return executor.beside_generation(
+      [executors.Phase(make_thumbnails, thumbnail_runs, on_crash=_no_thumbnails)])
+
+
+def by_name(thumbnail_runs: list[list[records.Photo]], made: list[list[bytes | None]],
+            split_of: dict[str, str]) -> Callable[[set[str]], dict[str, bytes]]:
+  """The thumbnails made of the photos in the records (`split_of`), by file name."""
+  thumbnail_of = {p.file_name: small for run, run_made in zip(thumbnail_runs, made, strict=True)
+                  for p, small in zip(run, run_made, strict=True)
+                  if small and p.file_name in split_of}  # Not one generation skipped.
+  return lambda names: {n: thumbnail_of[n] for n in names if n in thumbnail_of}
+
+
+def _no_thumbnails(photos: list[records.Photo]) -> list[bytes | None]:
+  return [None] * len(photos)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Thumbnails:
+  """The report page's thumbnails of a run of built photos, from their source bytes, framed as
+  stored; None for a photo gone since or of which nothing decodes."""
+
+  square: bool  # A sized config's centre square, of the photo's crop box.
+  reader_type: type[generation.Reader]  # For a photo without a span: the builder's reader.
+
+  def __call__(self, photos: list[records.Photo]) -> list[bytes | None]:
+    # Its own module, as in `after_generation.write_report_page`.
+    from photo_datasets.catalog import report_page
+
+    made: list[bytes | None] = []
+    with self.reader_type() as reader:
+      for photo in photos:
+        data = generation.read_or_skip(reader, photo)
+        made.append(None if isinstance(data, Skipped)  # Gone since.
+                    else report_page.thumbnail(data, box=photo.box if self.square else None,
+                                               square=self.square))
+    return made
