@@ -33,7 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 import korean_food  # noqa: E402,F401  (registers the builder)
-from photo_datasets.reading import pipeline  # noqa: E402
+from photo_datasets.reading import decoding, pipeline  # noqa: E402
 
 REPEATS = 3
 
@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> None:
   parser.add_argument("--size", type=int, default=224)
   parser.add_argument("--photos", type=int, default=300)
   args = parser.parse_args(argv)
-  reader = pipeline._Reader(args.name, args.split, args.data_dir, args.size, None)  # noqa: SLF001
+  reader = decoding.Reader(args.name, args.split, args.data_dir, args.size, None)
   examples = [reader.parse(record)
               for record in reader.records(shuffle_files=False).take(args.photos)]
   size = args.size

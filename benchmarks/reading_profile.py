@@ -40,7 +40,7 @@ import tensorflow as tf  # noqa: E402
 
 import korean_food  # noqa: E402,F401  (registers the builder)
 from photo_datasets.commands import doctor  # noqa: E402
-from photo_datasets.reading import pipeline  # noqa: E402
+from photo_datasets.reading import augmentation, batches, decoding, pipeline  # noqa: E402
 
 import harness  # noqa: E402
 
@@ -50,7 +50,7 @@ AUTOTUNE = tf.data.AUTOTUNE
 
 def stages(data_dir: str) -> dict[str, Callable[[], tf.data.Dataset]]:
   """Label -> maker of an epoch's batches, the training path built up stage by stage."""
-  reader = pipeline._Reader(NAME, SPLIT, data_dir, None, None)
+  reader = decoding.Reader(NAME, SPLIT, data_dir, None, None)
 
   def batched(ds: tf.data.Dataset) -> tf.data.Dataset:
     return ds.batch(BATCH, drop_remainder=True).prefetch(AUTOTUNE)
@@ -68,7 +68,7 @@ def stages(data_dir: str) -> dict[str, Callable[[], tf.data.Dataset]]:
   def decoded_batches() -> tf.data.Dataset:
     return shuffled().batch(BATCH, drop_remainder=True).map(
         lambda records: reader.augmented_batch(records, None),
-        num_parallel_calls=pipeline._usable_cores(), deterministic=False)
+        num_parallel_calls=batches.usable_cores(), deterministic=False)
 
   def mirrored_alone(record: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     image, label = reader.decoded(reader.parse(record))
@@ -109,7 +109,7 @@ def stages(data_dir: str) -> dict[str, Callable[[], tf.data.Dataset]]:
       "  or + batch, then parse and decode a batch a map call, a call per core":
           lambda: decoded_batches().prefetch(AUTOTUNE),
       "+ flip of each batch (OpenCV, in place; half the images mirrored)":
-          lambda: pipeline._flipped_batches(decoded_batches(), None,
+          lambda: augmentation.flipped_batches(decoded_batches(), None,
                                             deterministic=False).prefetch(AUTOTUNE),
       "training_dataset(224)": lambda: pipeline.training_dataset(
           NAME, split=SPLIT, batch_size=BATCH, data_dir=data_dir),

@@ -14,8 +14,8 @@ import tensorflow_datasets as tfds
 
 import flowers_dataset
 import korean_food
+from photo_datasets.reading import augmentation, pipeline
 from photo_datasets.reading import cache as cache_policy
-from photo_datasets.reading import pipeline
 from photo_datasets.testing import build
 
 SAMPLE = pathlib.Path(flowers_dataset.__file__).parent / "sample" / "flower_photos"
@@ -521,6 +521,6 @@ def test_a_batch_is_mirrored_in_place_where_drawn():
   images = np.random.default_rng(0).integers(0, 256, (5, 7, 9, 3), dtype=np.uint8)
   mirrored = np.array([True, False, True, True, False])
   expected = np.where(mirrored[:, None, None, None], images[:, :, ::-1], images)
-  flipped, labels = pipeline._mirror(tf.constant(images), tf.range(5), tf.constant(mirrored))
+  flipped, labels = augmentation.mirror(tf.constant(images), tf.range(5), tf.constant(mirrored))
   np.testing.assert_array_equal(flipped.numpy(), expected)
   np.testing.assert_array_equal(labels.numpy(), np.arange(5))

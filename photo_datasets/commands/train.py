@@ -66,18 +66,10 @@ class TrainResult:
 
 
 def train(
-    name: str,
-    *,
-    data_dir: str | None = None,
-    out_dir: str | pathlib.Path | None = None,
-    epochs: int = 5,
-    batch_size: int = 64,
-    image_size: int | None = None,
-    learning_rate: float = 1e-3,
-    seed: int | None = None,
-    mixed_precision: str = "auto",
-    model: str = "small",
-    verbose: int = 2,
+    name: str, *, data_dir: str | None = None, out_dir: str | pathlib.Path | None = None,
+    epochs: int = 5, batch_size: int = 64, image_size: int | None = None,
+    learning_rate: float = 1e-3, seed: int | None = None, mixed_precision: str = "auto",
+    model: str = "small", verbose: int = 2,
 ) -> TrainResult:
   """Trains `model` on the built config `name` and saves it with its history.
 
@@ -113,6 +105,42 @@ def train(
   """
   _check_options(epochs=epochs, batch_size=batch_size, model=model,
                  mixed_precision=mixed_precision)
+  inputs = _inputs(name, data_dir, image_size, batch_size, seed)
+  out = pathlib.Path(out_dir if out_dir is not None else default_out_dir(inputs.name))
+  out.mkdir(parents=True, exist_ok=True)
+  if seed is not None:
+    keras.utils.set_random_seed(seed)
+  policy = dtype_policy(mixed_precision)
+  with global_dtype_policy(policy):
+    classifier, history, test, speed = _fit_and_test(inputs, model, learning_rate, epochs,
+                                                     verbose)
+  result = _result(inputs, out, history, test, speed, policy)
+  settings = {"data_dir": inputs.data_dir, "epochs": epochs, "batch_size": inputs.batch_size,
+              "image_size": inputs.size, "learning_rate": learning_rate, "seed": seed,
+              "model": model, "dtype_policy": policy, "keras_backend": keras.config.backend()}
+  _save(result, classifier, inputs.builder, settings, speed.rates())
+  return result
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inputs:
+  """A built config opened for training, with the options as used and its datasets."""
+
+  name: str
+  data_dir: str | None
+  builder: Any
+  size: int  # The side the model sees.
+  batch_size: int  # As used: no more than the train split holds.
+  skipped: tuple[str, ...]  # The evaluation splits the build left out.
+  flip_in_model: bool
+  train_ds: Any
+  validation_ds: Any  # None for a skipped split, as `test_ds`.
+  test_ds: Any
+
+
+def _inputs(name: str, data_dir: str | None, image_size: int | None, batch_size: int,
+            seed: int | None) -> _Inputs:
+  """The built config `name` opened, the options checked against it, and its datasets."""
   name, data_dir = _located(name, data_dir)
   builder = _built(name, data_dir)
   size = _image_size(name, builder.info, image_size)
@@ -121,38 +149,42 @@ def train(
   flip_in_model = gpu_visible()
   train_ds, validation_ds, test_ds = _datasets(name, data_dir, size, batch_size, seed,
                                                flip_in_model, skipped)
+  return _Inputs(name=name, data_dir=data_dir, builder=builder, size=size,
+                 batch_size=batch_size, skipped=skipped, flip_in_model=flip_in_model,
+                 train_ds=train_ds, validation_ds=validation_ds, test_ds=test_ds)
 
-  out = pathlib.Path(out_dir if out_dir is not None else default_out_dir(name))
-  out.mkdir(parents=True, exist_ok=True)
-  if seed is not None:
-    keras.utils.set_random_seed(seed)
-  policy = dtype_policy(mixed_precision)
-  num_classes: int = builder.info.features["label"].num_classes
-  with global_dtype_policy(policy):
-    classifier = build_model(model, num_classes, size, flip=flip_in_model)
-    classifier.compile(optimizer=keras.optimizers.Adam(learning_rate),
-                       loss=keras.losses.SparseCategoricalCrossentropy(), metrics=["accuracy"])
-    speed = _Speed(batch_size)
-    fit = classifier.fit(train_ds, validation_data=validation_ds, epochs=epochs,
-                         callbacks=[speed], verbose=verbose,
-                         shuffle=False)  # The pipeline shuffles.
-    test = None
-    if test_ds is not None:
-      scores = classifier.evaluate(test_ds, return_dict=True, verbose=verbose)
-      test = {key: float(value) for key, value in scores.items()}
 
+def _fit_and_test(
+    inputs: _Inputs, model: str, learning_rate: float, epochs: int, verbose: int,
+) -> tuple[keras.Model, dict[str, list[float]], dict[str, float] | None, _Speed]:
+  """`model` built, compiled and fitted on `inputs`: the model, its history, its test
+  metrics (None when the split is missing) and its training speed."""
+  num_classes: int = inputs.builder.info.features["label"].num_classes
+  classifier = build_model(model, num_classes, inputs.size, flip=inputs.flip_in_model)
+  classifier.compile(optimizer=keras.optimizers.Adam(learning_rate),
+                     loss=keras.losses.SparseCategoricalCrossentropy(), metrics=["accuracy"])
+  speed = _Speed(inputs.batch_size)
+  fit = classifier.fit(inputs.train_ds, validation_data=inputs.validation_ds, epochs=epochs,
+                       callbacks=[speed], verbose=verbose,
+                       shuffle=False)  # The pipeline shuffles.
+  test = None
+  if inputs.test_ds is not None:
+    scores = classifier.evaluate(inputs.test_ds, return_dict=True, verbose=verbose)
+    test = {key: float(value) for key, value in scores.items()}
   history = {key: [float(value) for value in values] for key, values in fit.history.items()}
-  result = TrainResult(
-      name=name, out_dir=out, model_path=out / "model.keras", history_path=out / "history.json",
-      plot_path=out / "history.png", classes_path=out / "classes.json", history=history,
-      test=test, train_images_per_second=speed.images_per_second(),
-      train_images=speed.images_per_epoch(), batch_size=batch_size, dtype_policy=policy,
-      skipped_splits=skipped)
-  settings = {"data_dir": data_dir, "epochs": epochs, "batch_size": batch_size,
-              "image_size": size, "learning_rate": learning_rate, "seed": seed, "model": model,
-              "dtype_policy": policy, "keras_backend": keras.config.backend()}
-  _save(result, classifier, builder, settings, speed.rates())
-  return result
+  return classifier, history, test, speed
+
+
+def _result(inputs: _Inputs, out: pathlib.Path, history: dict[str, list[float]],
+            test: dict[str, float] | None, speed: _Speed, policy: str) -> TrainResult:
+  """What the run produced, and where `_save` puts it in `out`."""
+  return TrainResult(
+      name=inputs.name, out_dir=out, model_path=out / "model.keras",
+      history_path=out / "history.json", plot_path=out / "history.png",
+      classes_path=out / "classes.json", history=history, test=test,
+      train_images_per_second=speed.images_per_second(),
+      train_images=speed.images_per_epoch(), batch_size=inputs.batch_size, dtype_policy=policy,
+      skipped_splits=inputs.skipped)
 
 
 def _check_options(*, epochs: int, batch_size: int, model: str, mixed_precision: str) -> None:
