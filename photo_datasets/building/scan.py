@@ -93,7 +93,7 @@ class _Inspect:
     return _Scanned(photo, image, bool(candidate.crop) and box is None, features, keypoints)
 
 
-# Photos a worker scans per task: the pool's cost, about 0.1 ms of the main process a task
+# Photos a worker scans per task: the pool's cost a task, in the main process
 # (docs/performance.md#the-main-process), is paid once for all of them. (A class's series are one
 # task, `_ScanGroups`.)
 PHOTOS_PER_TASK = 64

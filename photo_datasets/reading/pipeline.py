@@ -39,7 +39,7 @@ The tf.data choices, in one place:
   generator, which costs less;
 * the flip is a step of its own after the batch: one draw for the batch's
   images, and OpenCV mirrors those drawn in the batch's own buffer (a
-  `tf.reverse` moves a uint8 image a byte at a time, up to 30 times slower:
+  `tf.reverse` moves a uint8 image a byte at a time:
   docs/reading.md#where-the-224-training-paths-time-goes). Under a tf.data
   service, whose workers run no Python, each image is mirrored in the map by
   `tf.reverse`;
