@@ -37,8 +37,10 @@ imports only those below it (`pyproject.toml`'s import-linter contracts):
              `evaluation_dataset`, a built config to `model.fit` on any Keras 3
              backend), the same input on tf.data service workers
              (`data_service`), random access (`random_access`: an ArrayRecord
-             copy, `tfds.data_source`, PyTorch and Grain); beneath them, what
-             they share: opening a built config (`built`), the checks of its
+             copy, `tfds.data_source`, PyTorch and Grain); beneath them, the
+             pipeline's parts (`batches` here or on a service, `decoding`,
+             a split's `records`, `augmentation`) and what all share:
+             opening a built config (`built`), the checks of its
              callers' numbers (`arguments`), the policy of `cache=` (`cache`),
              the uint8-to-float layer (`layers`).
   testing/   fabricated photos, zips, pieces, near copies and builds for the
