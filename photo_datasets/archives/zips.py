@@ -369,12 +369,35 @@ def open_zip(f: File, size: int,
     problem = unchained
   if isinstance(found, str) or found.offset + found.size != found.end:
     return problem
-  directory = read_at(f, found.offset, found.size)
+  mended = _open_mended(f, found, decode)
+  return problem if mended is None else mended
+
+
+def _open_mended(f: File, found: _Directory,
+                 decode: Decode) -> tuple[zipfile.ZipFile, list[tuple[str, str]]] | None:
+  """The zip in `f` read through a directory of the entries of `found` that
+  `zipfile` takes, and (name, why) of the members left out (`open_zip`); None
+  where it refuses no entry (the damage is elsewhere) or refuses that zip too."""
+  kept, left_out = _split_directory(read_at(f, found.offset, found.size), found.offset, decode)
+  if not left_out:  # Not an entry `zipfile` refuses.
+    return None
+  mended = Mended(f, found.offset, _directory_end(b"".join(kept), len(kept), found.offset))
+  try:
+    return zipfile.ZipFile(mended), left_out
+  except ZIP_ERRORS:
+    return None
+
+
+def _split_directory(directory: bytes, offset: int,
+                     decode: Decode) -> tuple[list[bytes], list[tuple[str, str]]]:
+  """The entries of `directory` (a central directory at byte `offset` of its
+  zip) that `zipfile` takes, and (name, why) of each member it refuses or
+  whose entry is lost where the entries stop chaining."""
   kept, left_out, pos = [], [], 0
   while pos < len(directory):
     end = _entry_end(directory, pos)
     if end is None:  # The entries chain no further: the next is found by its signature.
-      left_out.append(("", f"its central directory is damaged at byte {found.offset + pos:,}: "
+      left_out.append(("", f"its central directory is damaged at byte {offset + pos:,}: "
                            f"the member listed there is lost, the others read"))
       pos = directory.find(_CENTRAL_SIGNATURE, pos + 1)
       if pos < 0:
@@ -388,13 +411,7 @@ def open_zip(f: File, size: int,
       name_len = _CENTRAL.unpack_from(directory, pos)[10]
       left_out.append((decode(directory[name_at:name_at + name_len]), refused))
     pos = end
-  if not left_out:  # Not an entry `zipfile` refuses.
-    return problem
-  mended = Mended(f, found.offset, _directory_end(b"".join(kept), len(kept), found.offset))
-  try:
-    return zipfile.ZipFile(mended), left_out
-  except ZIP_ERRORS:
-    return problem
+  return kept, left_out
 
 
 def _unchained(f: Seekable, found: _Directory) -> str | None:

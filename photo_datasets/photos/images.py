@@ -328,6 +328,20 @@ def decode_and_inspect(data: bytes, strict: bool = True) -> tuple[ImageCheck, Im
     raise BadImage("image has no pixels")
   if fmt in ("JPEG", "MPO"):
     _draft(image, _jpeg_reduction(image.size, SCAN_SIDE, 1.0))
+  decoded, padding = _decode_pixels(data, image, fmt, mode, strict)
+  orientation = _orientation(image)
+  upright = (height, width) if swaps_axes(orientation) else (width, height)
+  # The hash comes from the pixels just decoded, upright and as they will be stored.
+  pixels = _to_rgb(_upright(decoded, orientation))
+  hashes = near_duplicates.photo_hashes(pixels)
+  return ImageCheck(fmt, mode, *upright, orientation, hashes, padding), pixels
+
+
+def _decode_pixels(data: bytes, image: Image.Image, fmt: str, mode: str,
+                   strict: bool) -> tuple[Image.Image, int]:
+  """The pixels of `image` (`data`, opened and drafted to the scan's scale)
+  decoded, and the bytes of JPEG padding tolerated; raises `BadImage` where
+  they do not decode or, with `strict`, their compressed data is damaged."""
   array, padding = None, 0
   strict_jpeg = strict and fmt in ("JPEG", "MPO") and mode in _STRICT_JPEG_MODES
   if strict_jpeg:
@@ -340,23 +354,17 @@ def decode_and_inspect(data: bytes, strict: bool = True) -> tuple[ImageCheck, Im
     decoded.info = dict(image.info)
     if decoded.size != image.size:
       raise BadImage(f"cannot decode {fmt}: {decoded.size} pixels decoded, {image.size} expected")
-  else:
-    # The pixels first, strictly: reading the EXIF block first would load a PNG
-    # (its eXIf chunk may follow the image data) with its errors taken for the
-    # tolerated EXIF ones, and leave a partly decoded image.
-    try:
-      image.load()
-    except Exception as e:
-      raise BadImage(f"cannot decode {fmt}: {e}") from None
-    if strict and not strict_jpeg:  # A strict JPEG's decode has checked its pixel data already.
-      padding = check_pixel_data(data, fmt)
-    decoded = image
-  orientation = _orientation(image)
-  upright = (height, width) if swaps_axes(orientation) else (width, height)
-  # The hash comes from the pixels just decoded, upright and as they will be stored.
-  pixels = _to_rgb(_upright(decoded, orientation))
-  hashes = near_duplicates.photo_hashes(pixels)
-  return ImageCheck(fmt, mode, *upright, orientation, hashes, padding), pixels
+    return decoded, padding
+  # The pixels first, strictly: reading the EXIF block first would load a PNG
+  # (its eXIf chunk may follow the image data) with its errors taken for the
+  # tolerated EXIF ones, and leave a partly decoded image.
+  try:
+    image.load()
+  except Exception as e:
+    raise BadImage(f"cannot decode {fmt}: {e}") from None
+  if strict and not strict_jpeg:  # A strict JPEG's decode has checked its pixel data already.
+    padding = check_pixel_data(data, fmt)
+  return image, padding
 
 
 def _jpeg_reduction(stored: tuple[int, int], size: int, fraction: float) -> int:
