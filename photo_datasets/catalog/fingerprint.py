@@ -361,6 +361,184 @@ def _against_build(described: Described, kept: Mapping[str, Any]) -> list[str]:
   return problems
 
 
+def _kept_record(data_dir: epath.PathLike, metadata: Mapping[str, Any] | None,
+                 wanted: str | None) -> Mapping[str, Any] | None:
+  """The fingerprint's record the build kept in `metadata`; None where there is
+  none and `wanted` is given.
+
+  Raises:
+    Mismatch: there is none and no `wanted` either, or the record is incomplete.
+  """
+  kept: Mapping[str, Any] | None = metadata.get(METADATA_KEY) if metadata is not None else None
+  if kept is None:
+    if wanted is None:
+      why = ("has no metadata.json, where a build keeps its fingerprint" if metadata is None
+             else "holds no fingerprint: it was built before fingerprints were kept")
+      raise Mismatch(f"{epath.Path(data_dir)} {why}. It can only be checked against a "
+                     "fingerprint you give (--fingerprint SHA256, e.g. that of the build it was "
+                     "copied from), or built again by this version")
+  elif not isinstance(kept, Mapping) or not all(
+      isinstance(kept.get(key), Mapping) for key in ("files", "features", "shard_lengths")):
+    raise Mismatch(f"{data_dir}: the fingerprint's record in metadata.json is incomplete (edited?)")
+  return kept
+
+
+@dataclasses.dataclass(frozen=True)
+class _Copy:
+  """The files of a copy that its fingerprint covers, hashed."""
+
+  folder: epath.Path
+  features: list[str]  # The features' files: those the build kept, else those TFDS writes.
+  built: list[str]  # The record files the build kept, in order; none without its record.
+  read: dict[str, str]  # Record file -> the split of `dataset_info.json` that reads it.
+  found: dict[str, str]  # File -> SHA-256, of those in `folder`.
+
+  def fingerprint(self, described: Described, reader: Mapping[str, Any] | None) -> str:
+    """The copy's fingerprint; with `reader` None, as made before it covered `READER_FIELDS`."""
+    features = {name: self.found[name] for name in self.features}
+    files = [(name, self.found[name]) for name in self.read]
+    made = text(features, described.shard_lengths.items(), files, reader)
+    return hashlib.sha256(made.encode()).hexdigest()
+
+
+def _hash_copy(folder: epath.Path, kept: Mapping[str, Any] | None, described: Described | None,
+               say: Callable[[str], None]) -> _Copy:
+  """Hashes the files in `folder` that the build's record or `dataset_info.json` names."""
+  if kept is not None:
+    features = list(kept["features"])
+    built: list[str] = list(kept["files"])
+  else:  # What `features.save_config` writes for the package's features.
+    features = ["features.json", *sorted(path.name for path in folder.glob("*.labels.txt"))]
+    built = []
+  read = {name: split for split, names in (described.files if described else {}).items()
+          for name in names}
+  records = [name for name in dict.fromkeys([*built, *read]) if (folder / name).is_file()]
+  say(f"hashing {len(records)} record files and {', '.join(features)} in {folder}")
+  present = [name for name in dict.fromkeys([*features, *records]) if (folder / name).is_file()]
+  found = dict(zip(present, hash_files([folder / name for name in present]), strict=True))
+  return _Copy(folder, features, built, read, found)
+
+
+def _file_problems(copy: _Copy, kept: Mapping[str, Any] | None) -> list[str]:
+  """The copy's files that are missing, differ from the build's record, or are
+  record files that nothing lists."""
+  found, read = copy.found, copy.read
+  recorded = {**kept["features"], **kept["files"]} if kept is not None else {}
+  problems = [f"{name}: missing" for name in [*copy.features, *copy.built] if name not in found]
+  problems += [f"{name}: differs (SHA-256 {found[name]}, recorded {recorded[name]})"
+               for name in recorded if name in found and found[name] != recorded[name]]
+  if kept is None:
+    problems += [f"{name}: missing ({INFO_FILE}'s split {split!r} reads it)"
+                 for name, split in read.items() if name not in found]
+  listed = set(copy.built) | set(read)
+  formats = {match[1] for name in listed if (match := _RECORD_FILE.search(name))}
+  problems += [f"{path.name}: a record file {'the fingerprint' if kept else INFO_FILE} does not "
+               "list" for path in sorted(copy.folder.iterdir())
+               if path.name not in listed and (match := _RECORD_FILE.search(path.name))
+               and match[1] in formats]
+  return problems
+
+
+def _info_problems(folder: epath.Path, described: Described,
+                   kept: Mapping[str, Any] | None) -> tuple[list[str], list[str]]:
+  """What `dataset_info.json` says otherwise than the build and the copy's
+  folder, each named; and notes on what it says that is not checked."""
+  problems, notes = [], []
+  if kept is not None:
+    problems += _against_build(described, kept)
+    if "reader" not in kept:
+      notes.append(f"{folder} was built before the fingerprint covered {INFO_FILE}'s "
+                   f"{', '.join(READER_FIELDS)}: its splits, shard lengths and record files are "
+                   "checked, those fields are not (a build by this version records them)")
+  if _VERSION_FOLDER.fullmatch(folder.name) and described.version != folder.name:
+    problems.append(f"{INFO_FILE}: version is {described.version!r}, but the copy's folder is "
+                    f"{folder.name}: tfds.load refuses a version other than its folder's")
+  for other, names in described.alternative_formats.items():
+    absent = [name for name in names if not (folder / name).is_file()]
+    if absent:
+      problems.append(f"{INFO_FILE}: alternativeFileFormats lists {other}, but its files are "
+                      f"missing: {', '.join(absent)}")
+    else:
+      notes.append(f"{folder}: the {other} copy (alternativeFileFormats) is made from the "
+                   "records after the build; the fingerprint does not cover its files")
+  return problems, notes
+
+
+def _checked_copy(folder: epath.Path, kept: Mapping[str, Any] | None, wanted: str | None,
+                  say: Callable[[str], None]) -> tuple[_Copy, Described, list[str]]:
+  """The copy in `folder` hashed, with its `dataset_info.json` as TFDS reads it,
+  once each part is checked against the build's record where it is kept; and
+  notes on what could not be checked.
+
+  Raises:
+    Mismatch: naming each file and field that differs, is missing or is not listed.
+  """
+  problems = []
+  try:
+    described: Described | None = read_described(folder)
+  except ValueError as e:
+    described, problems = None, [f"{INFO_FILE}: {e}"]
+  copy = _hash_copy(folder, kept, described, say)
+  problems += _file_problems(copy, kept)
+  notes: list[str] = []
+  if described is not None:
+    against_info, notes = _info_problems(folder, described, kept)
+    problems += against_info
+  if kept is not None:
+    remade = text(kept["features"], kept["shard_lengths"].items(), list(kept["files"].items()),
+                  kept.get("reader"))
+    if hashlib.sha256(remade.encode()).hexdigest() != kept.get("sha256"):
+      problems.append(f"the metadata's fingerprint {kept.get('sha256')} is not that of its own "
+                      "record: metadata.json was edited")
+  if problems:
+    against = (f"its fingerprint {kept['sha256']}" if kept is not None
+               else f"the fingerprint {wanted}")
+    raise Mismatch(f"{folder} does not match {against}:\n  " + "\n  ".join(problems))
+  assert described is not None  # Else a problem was named.
+  return copy, described, notes
+
+
+def _matches_kept(copy: _Copy, described: Described, kept: Mapping[str, Any],
+                  wanted: str | None) -> tuple[str, list[str]]:
+  """The copy's fingerprint, the one its build kept, and notes.
+
+  Raises:
+    Mismatch: it is not the kept one, or not `wanted`.
+  """
+  folder, notes = copy.folder, []
+  own = copy.fingerprint(described, described.reader if "reader" in kept else None)
+  if own != kept["sha256"]:  # Each part matched: only a change of this code can get here.
+    raise Mismatch(f"{folder}'s fingerprint is {own}, not the {kept['sha256']} it keeps")
+  if wanted is not None and wanted != own and copy.fingerprint(described, None) == wanted:
+    notes.append(f"{folder}: the fingerprint given is this build's as made before the "
+                 f"fingerprint covered {INFO_FILE}'s {', '.join(READER_FIELDS)}: the same "
+                 "records and splits")
+  elif wanted is not None and wanted != own:
+    raise Mismatch(f"{folder} is intact (fingerprint {own}), but it is not the build whose "
+                   f"fingerprint is {wanted}: compare the two builds' records of versions and "
+                   f"platform (metadata.json, \"{METADATA_KEY}\") and their sources")
+  return own, notes
+
+
+def _matches_given(copy: _Copy, described: Described, wanted: str) -> tuple[str, list[str]]:
+  """The copy's fingerprint, `wanted`, for a copy without its build's record; and notes.
+
+  Raises:
+    Mismatch: it is not `wanted`.
+  """
+  folder, notes = copy.folder, []
+  own = copy.fingerprint(described, described.reader)
+  if own != wanted and copy.fingerprint(described, None) == wanted:
+    own = wanted
+    notes.append(f"{folder} matches a fingerprint made before it covered {INFO_FILE}'s "
+                 f"{', '.join(READER_FIELDS)}: those fields are not checked")
+  if own != wanted:
+    raise Mismatch(f"{folder} has the fingerprint {own}, not {wanted}: it is another build, or "
+                   "a changed copy. Without the build's record in metadata.json, which keeps "
+                   "each file's hash, nothing says which file or field differs")
+  return own, notes
+
+
 def verify(data_dir: epath.PathLike, metadata: Mapping[str, Any] | None,
            expected: str | None = None, progress: Callable[[str], None] | None = None) -> str:
   """Checks that TFDS reads the config copied in `data_dir` as it was built:
@@ -394,110 +572,14 @@ def verify(data_dir: epath.PathLike, metadata: Mapping[str, Any] | None,
       the metadata keeps an incomplete record.
   """
   say = progress or (lambda line: None)
-  folder = epath.Path(data_dir)
   wanted = expected.strip().lower() if expected is not None else None
-  kept = metadata.get(METADATA_KEY) if metadata is not None else None
-  if kept is None:
-    if wanted is None:
-      why = ("has no metadata.json, where a build keeps its fingerprint" if metadata is None
-             else "holds no fingerprint: it was built before fingerprints were kept")
-      raise Mismatch(f"{folder} {why}. It can only be checked against a fingerprint you give "
-                     "(--fingerprint SHA256, e.g. that of the build it was copied from), or "
-                     "built again by this version")
-  elif not isinstance(kept, Mapping) or not all(
-      isinstance(kept.get(key), Mapping) for key in ("files", "features", "shard_lengths")):
-    raise Mismatch(f"{data_dir}: the fingerprint's record in metadata.json is incomplete (edited?)")
-  problems, notes = [], []
-  try:
-    described: Described | None = read_described(folder)
-  except ValueError as e:
-    described, problems = None, [f"{INFO_FILE}: {e}"]
+  kept = _kept_record(data_dir, metadata, wanted)
+  copy, described, notes = _checked_copy(epath.Path(data_dir), kept, wanted, say)
   if kept is not None:
-    features_names = list(kept["features"])
-    built_files: list[str] = list(kept["files"])
-  else:  # What `features.save_config` writes for the package's features.
-    features_names = ["features.json", *sorted(path.name for path in folder.glob("*.labels.txt"))]
-    built_files = []
-  read = {name: split for split, names in (described.files if described else {}).items()
-          for name in names}
-  records = [name for name in dict.fromkeys([*built_files, *read]) if (folder / name).is_file()]
-  say(f"hashing {len(records)} record files and {', '.join(features_names)} in {folder}")
-  present = [name for name in dict.fromkeys([*features_names, *records])
-             if (folder / name).is_file()]
-  found = dict(zip(present, hash_files([folder / name for name in present]), strict=True))
-
-  recorded = {**kept["features"], **kept["files"]} if kept is not None else {}
-  problems += [f"{name}: missing" for name in [*features_names, *built_files] if name not in found]
-  problems += [f"{name}: differs (SHA-256 {found[name]}, recorded {recorded[name]})"
-               for name in recorded if name in found and found[name] != recorded[name]]
-  if kept is None:
-    problems += [f"{name}: missing ({INFO_FILE}'s split {split!r} reads it)"
-                 for name, split in read.items() if name not in found]
-  listed = set(built_files) | set(read)
-  formats = {match[1] for name in listed if (match := _RECORD_FILE.search(name))}
-  problems += [f"{path.name}: a record file {'the fingerprint' if kept else INFO_FILE} does not "
-               "list" for path in sorted(folder.iterdir())
-               if path.name not in listed and (match := _RECORD_FILE.search(path.name))
-               and match[1] in formats]
-  if described is not None:
-    if kept is not None:
-      problems += _against_build(described, kept)
-      if "reader" not in kept:
-        notes.append(f"{folder} was built before the fingerprint covered {INFO_FILE}'s "
-                     f"{', '.join(READER_FIELDS)}: its splits, shard lengths and record files are "
-                     "checked, those fields are not (a build by this version records them)")
-    if _VERSION_FOLDER.fullmatch(folder.name) and described.version != folder.name:
-      problems.append(f"{INFO_FILE}: version is {described.version!r}, but the copy's folder is "
-                      f"{folder.name}: tfds.load refuses a version other than its folder's")
-    for other, names in described.alternative_formats.items():
-      absent = [name for name in names if not (folder / name).is_file()]
-      if absent:
-        problems.append(f"{INFO_FILE}: alternativeFileFormats lists {other}, but its files are "
-                        f"missing: {', '.join(absent)}")
-      else:
-        notes.append(f"{folder}: the {other} copy (alternativeFileFormats) is made from the "
-                     "records after the build; the fingerprint does not cover its files")
-  if kept is not None:
-    remade = text(kept["features"], kept["shard_lengths"].items(), list(kept["files"].items()),
-                  kept.get("reader"))
-    if hashlib.sha256(remade.encode()).hexdigest() != kept.get("sha256"):
-      problems.append(f"the metadata's fingerprint {kept.get('sha256')} is not that of its own "
-                      "record: metadata.json was edited")
-  if problems:
-    against = (f"its fingerprint {kept['sha256']}" if kept is not None
-               else f"the fingerprint {wanted}")
-    raise Mismatch(f"{folder} does not match {against}:\n  " + "\n  ".join(problems))
-  assert described is not None  # Else a problem was named.
-  features = {name: found[name] for name in features_names}
-  files = [(name, found[name]) for name in read]
-
-  def fingerprint(reader: Mapping[str, Any] | None) -> str:
-    made = text(features, described.shard_lengths.items(), files, reader)
-    return hashlib.sha256(made.encode()).hexdigest()
-
-  if kept is not None:
-    own = fingerprint(described.reader if "reader" in kept else None)
-    if own != kept["sha256"]:  # Each part matched: only a change of this code can get here.
-      raise Mismatch(f"{folder}'s fingerprint is {own}, not the {kept['sha256']} it keeps")
-    if wanted is not None and wanted != own and fingerprint(None) == wanted:
-      notes.append(f"{folder}: the fingerprint given is this build's as made before the "
-                   f"fingerprint covered {INFO_FILE}'s {', '.join(READER_FIELDS)}: the same "
-                   "records and splits")
-    elif wanted is not None and wanted != own:
-      raise Mismatch(f"{folder} is intact (fingerprint {own}), but it is not the build whose "
-                     f"fingerprint is {wanted}: compare the two builds' records of versions and "
-                     f"platform (metadata.json, \"{METADATA_KEY}\") and their sources")
+    own, last = _matches_kept(copy, described, kept, wanted)
   else:
-    assert wanted is not None
-    own = fingerprint(described.reader)
-    if own != wanted and fingerprint(None) == wanted:
-      own = wanted
-      notes.append(f"{folder} matches a fingerprint made before it covered {INFO_FILE}'s "
-                   f"{', '.join(READER_FIELDS)}: those fields are not checked")
-    if own != wanted:
-      raise Mismatch(f"{folder} has the fingerprint {own}, not {wanted}: it is another build, or "
-                     "a changed copy. Without the build's record in metadata.json, which keeps "
-                     "each file's hash, nothing says which file or field differs")
-  for note in notes:
+    assert wanted is not None  # Else `_kept_record` raised.
+    own, last = _matches_given(copy, described, wanted)
+  for note in [*notes, *last]:
     say(note)
   return own

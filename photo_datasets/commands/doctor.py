@@ -187,54 +187,21 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
   say = progress or (lambda line: None)
   name, data_dir = dataclasses.astuple(built.locate(name, data_dir))
   builder = built.open_built(name, data_dir)
-  try:  # A split, or a split expression (`test[:2]`) as the pipeline takes it.
-    examples = builder.info.splits[split].num_examples
-  except (KeyError, ValueError, AssertionError):
-    raise ValueError(f"{name} has no split {split!r} in {builder.data_dir} (built: "
-                     f"{', '.join(builder.info.splits) or 'nothing'}).") from None
+  examples = _split_examples(builder, name, split)
   stored = builder.info.features["image"].shape[0]
   size = image_size or stored
   if size is None:
     raise ValueError(f"{name} stores images at their source size: give --image_size (e.g. 224).")
   model_batch_size = batch_size  # The model is timed at the batch it trains on, not the split's.
-  if batch_size > examples:  # As `train` does.
-    say(f"note: --batch_size {batch_size} is more than the {examples} examples of {split!r}: "
-        f"the input is read in batches of {examples}, as train does; the model is timed at "
-        f"{batch_size}.")
-    batch_size = examples
+  batch_size = _input_batch_size(batch_size, examples, split, say)
   common: dict[str, Any] = {"batch_size": batch_size, "image_size": image_size,
                             "data_dir": data_dir}
-  rows: list[Row] = []
-
-  def measure(key: str, label: str, make: Callable[[], Iterable[Any] | float]) -> Row:
-    say(f"measuring {label} ...")
-    made = make()
-    if isinstance(made, float):
-      row = Row(key, label, made)
-    else:
-      per_second, cpu = rate(made, seconds)
-      row = Row(key, label, per_second, cpu_us_per_image=round(cpu, 1))
-    say(f"  {row.images_per_second:,.0f} images/s")
-    rows.append(row)
-    return row
-
-  limit = measure("decode_limit", f"decode limit (stored {stored or 'photos'}, decode_jpeg only)",
-                  lambda: decode_limit(name, split=split, batch_size=batch_size,
-                                       data_dir=data_dir).repeat())
-  train = measure("training", "training_dataset",
-                  lambda: pipeline.training_dataset(name, split=split, **common).repeat())
-  unflipped = measure("training_model_flips",
-                      "training_dataset, flip=False (the flip left to the model)",
-                      lambda: pipeline.training_dataset(name, split=split, flip=False,
-                                                        **common).repeat())
-  cached = _cached_row(name, split, examples, train.images_per_second or 0.0, seconds, common, say)
-  rows.append(cached)
-  measure("evaluation", "evaluation_dataset",
-          lambda: pipeline.evaluation_dataset(name, split=split, **common).repeat())
+  rows = _input_rows(name, split, examples, stored, seconds, common, say)
   num_classes = builder.info.features["label"].num_classes
   trained = load_model(model, num_classes, size)
-  steps = measure("model", f"model {os.path.basename(model)}: train steps on {device()}",
-                  lambda: model_rate(trained, model_batch_size, size, num_classes, seconds))
+  rows.append(_measure("model", f"model {os.path.basename(model)}: train steps on {device()}",
+                       lambda: model_rate(trained, model_batch_size, size, num_classes, seconds),
+                       seconds, say))
   split_bytes = examples * size * size * 3
   report: dict[str, Any] = {
       "name": name, "split": split, "batch_size": batch_size, "model_batch_size": model_batch_size,
@@ -243,20 +210,81 @@ def examine(name: str, *, data_dir: str | None = None, split: str = "train", mod
       "split_examples": examples, "split_cache_gib": round(split_bytes / 2**30, 3),
       "memory_cache_limit_gib": round(cache.memory_limit() / 2**30, 3),
       "rows": [dataclasses.asdict(row) for row in rows],
-      "caveat": (f"Caveat: {split!r} holds {examples:,} examples, fewer than "
-                 f"{SMALL_SPLIT_BATCHES} batches of {batch_size}: each measurement reads it again "
-                 "and again, so the differences between the rows are within their noise. Measure a "
-                 "larger split before acting on them."
-                 if examples < SMALL_SPLIT_BATCHES * batch_size else None),
+      "caveat": _small_split_caveat(split, examples, batch_size),
   }
-  report.update(verdict(input_rate=train.images_per_second or 0.0,
-                        model_rate=steps.images_per_second or 0.0,
-                        cached_rate=cached.images_per_second,
-                        limit_rate=limit.images_per_second or 0.0,
-                        unflipped_rate=unflipped.images_per_second,
+  rates = {row.key: row.images_per_second for row in rows}
+  report.update(verdict(input_rate=rates["training"] or 0.0, model_rate=rates["model"] or 0.0,
+                        cached_rate=rates["training_cached"],
+                        limit_rate=rates["decode_limit"] or 0.0,
+                        unflipped_rate=rates["training_model_flips"],
                         fits=split_bytes <= cache.memory_limit(), sized=stored is not None,
                         name=name, size=size, stored=stored))
   return report
+
+
+def _split_examples(builder: Any, name: str, split: str) -> int:
+  """The examples of `split`, a split or a split expression (`test[:2]`) as the
+  pipeline takes it. Raises ValueError where `name` has no such split."""
+  try:
+    return int(builder.info.splits[split].num_examples)
+  except (KeyError, ValueError, AssertionError):
+    raise ValueError(f"{name} has no split {split!r} in {builder.data_dir} (built: "
+                     f"{', '.join(builder.info.splits) or 'nothing'}).") from None
+
+
+def _input_batch_size(batch_size: int, examples: int, split: str,
+                      say: Callable[[str], None]) -> int:
+  """The batch the input is read in: at most the split's examples, as `train` does."""
+  if batch_size <= examples:
+    return batch_size
+  say(f"note: --batch_size {batch_size} is more than the {examples} examples of {split!r}: "
+      f"the input is read in batches of {examples}, as train does; the model is timed at "
+      f"{batch_size}.")
+  return examples
+
+
+def _measure(key: str, label: str, make: Callable[[], Iterable[Any] | float], seconds: float,
+             say: Callable[[str], None]) -> Row:
+  """The row of what `make` gives: a rate already measured, or batches to read."""
+  say(f"measuring {label} ...")
+  made = make()
+  if isinstance(made, float):
+    row = Row(key, label, made)
+  else:
+    per_second, cpu = rate(made, seconds)
+    row = Row(key, label, per_second, cpu_us_per_image=round(cpu, 1))
+  say(f"  {row.images_per_second:,.0f} images/s")
+  return row
+
+
+def _input_rows(name: str, split: str, examples: int, stored: int | None, seconds: float,
+                common: dict[str, Any], say: Callable[[str], None]) -> list[Row]:
+  """The input side's rows: the decode limit, then the pipeline's datasets."""
+  limit = _measure("decode_limit", f"decode limit (stored {stored or 'photos'}, decode_jpeg only)",
+                   lambda: decode_limit(name, split=split, batch_size=common["batch_size"],
+                                        data_dir=common["data_dir"]).repeat(), seconds, say)
+  train = _measure("training", "training_dataset",
+                   lambda: pipeline.training_dataset(name, split=split, **common).repeat(),
+                   seconds, say)
+  unflipped = _measure("training_model_flips",
+                       "training_dataset, flip=False (the flip left to the model)",
+                       lambda: pipeline.training_dataset(name, split=split, flip=False,
+                                                         **common).repeat(), seconds, say)
+  cached = _cached_row(name, split, examples, train.images_per_second or 0.0, seconds, common, say)
+  evaluation = _measure("evaluation", "evaluation_dataset",
+                        lambda: pipeline.evaluation_dataset(name, split=split, **common).repeat(),
+                        seconds, say)
+  return [limit, train, unflipped, cached, evaluation]
+
+
+def _small_split_caveat(split: str, examples: int, batch_size: int) -> str | None:
+  """Why the rows of a split too small to measure apart are noise; None for a large one."""
+  if examples >= SMALL_SPLIT_BATCHES * batch_size:
+    return None
+  return (f"Caveat: {split!r} holds {examples:,} examples, fewer than "
+          f"{SMALL_SPLIT_BATCHES} batches of {batch_size}: each measurement reads it again "
+          "and again, so the differences between the rows are within their noise. Measure a "
+          "larger split before acting on them.")
 
 
 def _cached_row(name: str, split: str, examples: int, uncached: float, seconds: float,
@@ -307,13 +335,6 @@ def verdict(*, input_rate: float, model_rate: float, cached_rate: float | None,
   workers = math.ceil(model_rate / input_rate)
   service = (f"{workers} tf.data service workers of this machine's input rate would feed it "
              "(python -m photo_datasets data_service)")
-  smaller = (f"a sized config (e.g. {name.split('/')[0]}/{size}) reads at its decode limit and "
-             "can be cached"
-             if not sized else
-             "a smaller stored size decodes faster "
-             f"(about {(stored or size) ** 2 / size ** 2:.1f} times at {size})"
-             if stored and size < stored else
-             "a smaller stored size (and image_size) decodes faster, about with the pixels")
   if sized and fits and cached_rate is not None and cached_rate >= model_rate:
     return {"bound": "input", "factor": round(factor, 2), "remedy": "cache", "workers": workers,
             "verdict": f"{head} Remedy: cache='memory' (the split fits in memory): epochs after "
@@ -326,7 +347,19 @@ def verdict(*, input_rate: float, model_rate: float, cached_rate: float | None,
   elif sized and not fits:
     cache_note = " The split does not fit in half the free memory for cache='memory'."
   return {"bound": "input", "factor": round(factor, 2), "remedy": "workers", "workers": workers,
-          "verdict": f"{head}{cache_note} Remedy: {service}; or {smaller}."}
+          "verdict": f"{head}{cache_note} Remedy: {service}; "
+                     f"or {_smaller_images(name, size, stored, sized)}."}
+
+
+def _smaller_images(name: str, size: int, stored: int | None, sized: bool) -> str:
+  """The remedy of a smaller stored size, which decodes faster, in words."""
+  if not sized:
+    return (f"a sized config (e.g. {name.split('/')[0]}/{size}) reads at its decode limit and "
+            "can be cached")
+  if stored and size < stored:
+    return ("a smaller stored size decodes faster "
+            f"(about {stored ** 2 / size ** 2:.1f} times at {size})")
+  return "a smaller stored size (and image_size) decodes faster, about with the pixels"
 
 
 def table(report: dict[str, Any]) -> str:
