@@ -26,9 +26,11 @@ and with TFDS's own writer side by side: `224` (scan included) then `full`
 (scan reused) built from A and from B photos, the difference of the main
 process's CPU seconds over B - A photos.
 
-`--steps` times instead each step of one photo's work on one core (the scan's
-decode and hashes, its quality scores and series features, the conversion,
-SHA-256, the naive loop's decode).
+`--steps` times instead each step of one photo's work on one core, against
+the naive loop in the same run: the scan's decode and hashes, its quality
+scores, series features and SHA-256, the conversion, the record's encoding and
+serialisation, and the series matching at the corpus's density (the real
+photos' own window pairs, `--series`'s population of 2,000, in one process).
 
 `--near_duplicates` measures instead the cost of the near-duplicate rule: the
 perceptual hashes per photo (the scan with them against the scan without) and
@@ -78,6 +80,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Sequence
@@ -134,11 +137,50 @@ def steps(count: int) -> None:
           lambda item: images.encode_image(item[0], item[1][0], size=224),
           list(zip(photos, scanned, strict=True))),
   }
+  converted = [images.encode_image(b"", check, size=224, decoded=pixels)
+               for check, pixels in scanned]
+  timed["the record: encode and serialise the example"] = (_record_serialiser(), converted)
+  features = [series.describe(pixels) for _, pixels in scanned]
+  kind, names, every = _window_population(2_000, features, *_random_population(2_000, features))
+  matching = f"series matching at the corpus's density ({kind}, one process)"
+  timed[matching] = (_series_matching(names), [every])  # One run over every photo.
   print(f"{count} {name} photos ({sum(map(len, photos)) / count / 1e3:.0f} KB on average), "
-        f"one core, best of 3, ms per photo:")
+        f"one core, best of 3, ms per photo and share of the naive loop:")
+  naive = None
   for label, (step, items) in timed.items():
     best = min(_seconds(step, items) for _ in range(3))
-    print(f"  {label:52} {best / len(items) * 1e3:6.2f}")
+    ms = best / (len(names) if label == matching else len(items)) * 1e3
+    naive = naive or ms  # The first row.
+    print(f"  {label:58} {ms:6.2f} {ms / naive:5.0%}")
+
+
+def _record_serialiser() -> Any:
+  """Encodes and serialises a `224` example of a converted photo, as the writing workers do."""
+  import tensorflow_datasets as tfds
+
+  import korean_food  # noqa: F401  # Registers the builder.
+  from photo_datasets.building import reproducible
+  features = tfds.builder("korean_food/224", data_dir=tempfile.mkdtemp()).info.features
+  serializer = reproducible.DeterministicExampleSerializer(features.get_serialized_info())
+  fields = {"label": 0, "super_category": "구이", "file_name": "구이/갈비구이/Img_000_0001.jpg"}
+  return lambda image: serializer.serialize_example(
+      features.encode_example({"image": image, **fields}))
+
+
+def _series_matching(names: list[str]) -> Any:
+  """`series.groups` over one population of features, in this process."""
+  from korean_food.listing import series_position
+  from photo_datasets.photos import series
+  from photo_datasets.photos.records import class_folder
+  return lambda every: series.groups(
+      names, every, lambda name: series_position(name.rsplit("/", 1)[-1]), class_folder)
+
+
+def _random_population(total: int, features: list[bytes]) -> tuple[list[str], list[bytes]]:
+  """`total` photos in 150 classes, each with features drawn at random from `features`."""
+  names = [f"g/class{i % 150}/Img_{i % 150:03d}_{i // 150:05d}.jpg" for i in range(total)]
+  every = [features[i] for i in np.random.default_rng(0).integers(len(features), size=total)]
+  return names, every
 
 
 def _seconds(step: Any, items: list[Any]) -> float:
@@ -236,8 +278,7 @@ def series_costs(count: int, total: int = 150_513) -> None:
         "(the whole features over the colour histogram) "
         f"{keypoints:.2f} ms, {keypoints / naive:.0%} of it")
   features = [series.describe(scan.images.decode_and_inspect(data)[1]) for data in photos]
-  names = [f"g/class{i % 150}/Img_{i % 150:03d}_{i // 150:05d}.jpg" for i in range(total)]
-  every = [features[i] for i in np.random.default_rng(0).integers(len(features), size=total)]
+  names, every = _random_population(total, features)
   tracemalloc.start()
   kept = series.FeatureFile()
   for f in every:
