@@ -130,6 +130,8 @@ def steps(count: int) -> None:
       "scan: quality scores": (quality.measure, [pixels for _, pixels in scanned]),
       "scan: series features (colour and keypoints)": (series.describe,
                                                        [pixels for _, pixels in scanned]),
+      "  of which the colour histogram": (series.colour_histogram,
+                                          [pixels for _, pixels in scanned]),
       "scan: SHA-256": (splits.content_digest, photos),
       "conversion to 224 from the scan's pixels": (
           lambda item: images.encode_image(b"", item[0], size=224, decoded=item[1]), scanned),
