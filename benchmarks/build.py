@@ -165,7 +165,8 @@ def _record_serialiser() -> Any:
   with tempfile.TemporaryDirectory() as data_dir:
     features = tfds.builder("korean_food/224", data_dir=data_dir).info.features
   serializer = reproducible.DeterministicExampleSerializer(features.get_serialized_info())
-  fields = {"label": 0, "super_category": "구이", "file_name": "구이/갈비구이/Img_000_0001.jpg"}
+  group, food = "구이", "갈비구이"
+  fields = {"label": 0, "super_category": group, "file_name": f"{group}/{food}/Img_000_0001.jpg"}
   return lambda image: serializer.serialize_example(
       features.encode_example({"image": image, **fields}))
 
