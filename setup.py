@@ -28,9 +28,11 @@ setuptools.setup(
         # libjpeg-turbo with its warnings as errors: PIL keeps JPEGs with damaged data
         # (benchmarks/damage_detection.py).
         "simplejpeg>=1.8",
-        "numpy>=2,<2.5",  # 2 for np.bitwise_count (series matching).
+        "numpy>=2,<2.5",  # 2 for np.bitwise_count (near-copy hashes).
         # ORB keypoints and a RANSAC fit: series that colour alone cannot decide (docs/splits.md).
         "opencv-python-headless>=4.8",
+        # The keypoints' nearest descriptors, exact, in compiled code (docs/splits.md#cost).
+        "faiss-cpu>=1.9",
         # TFRecord shards written by worker processes that never import TensorFlow.
         "google-crc32c>=1.5",
         # tensorflow-datasets 4.9.10 needs these but does not declare them:

@@ -23,9 +23,11 @@ plate of the same dish) must stay apart.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import io
 import itertools
+import multiprocessing
 import os
 import pathlib
 import subprocess
@@ -342,10 +344,11 @@ def test_features_kept_on_disk_group_as_in_memory(kfood):
     series.FeatureFile().add(b"short")
 
 
-def _reference_counts(a: bytes, b: bytes) -> tuple[int, int, int]:
-  """Version 1.6.0's matching of two photos' features, every step taken whatever its answer: the
-  ratio matches from every descriptor distance (bytes' popcounts, not the words `series` counts),
-  then the similarity's and the homography's inliers (0 where a guard turns the fit away)."""
+def _reference_counts(a: bytes, b: bytes) -> tuple[int, int, int, int]:
+  """Version 1.8.0's matching of two photos' features, every step taken whatever its answer: the
+  ratio matches from every descriptor distance (numpy's popcounts, not faiss's search), then the
+  similarity's RANSAC consensus and inliers and the homography's inliers (0 where a guard turns
+  the fit away)."""
   def parts(features: bytes) -> tuple[np.ndarray, np.ndarray]:
     kept = np.frombuffer(features, dtype=series._KEYPOINT, offset=series.HISTOGRAM_BYTES)
     where = np.stack([kept["x"], kept["y"]], axis=1).astype(np.float32) / np.float32(8)
@@ -353,7 +356,7 @@ def _reference_counts(a: bytes, b: bytes) -> tuple[int, int, int]:
 
   (where_a, descriptors_a), (where_b, descriptors_b) = parts(a), parts(b)
   if len(where_a) < 3 or len(where_b) < 3:
-    return 0, 0, 0
+    return 0, 0, 0, 0
   distances = np.bitwise_count(descriptors_a[:, None, :] ^ descriptors_b[None, :, :]).sum(
       axis=2, dtype=np.int64)
   good, nearest = [], []
@@ -363,7 +366,7 @@ def _reference_counts(a: bytes, b: bytes) -> tuple[int, int, int]:
       good.append(row)
       nearest.append(first)
   points_a, points_b = where_a[good], where_b[nearest]
-  similar = homography = 0
+  consensus = similar = homography = 0
   if len(good) >= 3:
     cv2.setRNGSeed(0)
     fit, mask = cv2.estimateAffinePartial2D(points_a, points_b, method=cv2.RANSAC,
@@ -371,6 +374,7 @@ def _reference_counts(a: bytes, b: bytes) -> tuple[int, int, int]:
                                             maxIters=500, refineIters=0)
     if fit is not None:
       kept = mask.ravel().astype(bool)
+      consensus = int(kept.sum())
       scale = float(np.hypot(fit[0, 0], fit[1, 0]))
       spread = float(points_a[kept].std(axis=0).min() * points_b[kept].std(axis=0).min()) ** 0.5
       if series._SCALES[0] <= scale <= series._SCALES[1] and spread >= series._SPREAD_PX:
@@ -384,17 +388,19 @@ def _reference_counts(a: bytes, b: bytes) -> tuple[int, int, int]:
       if kept.sum() > series._MODEL_POINTS and series._plausible(
           np.asarray(fit, np.float64), points_a[kept], points_b[kept]):
         homography = int(kept.sum())
-  return len(good), similar, homography
+  return len(good), consensus, similar, homography
 
 
-def _reference_inliers(counts: tuple[int, int, int], least: int) -> int:
-  """Version 1.6.0's `inliers(a, b, least)` from `_reference_counts`: nothing below `least` (at
-  least 3) ratio matches, the similarity where it reaches `least` or the matches are too few for a
-  homography, else the better of the two."""
-  matches, similar, homography = counts
+def _reference_inliers(counts: tuple[int, int, int, int], least: int) -> int:
+  """Version 1.8.0's `inliers(a, b, least)` from `_reference_counts`: nothing below `least` (at
+  least 3) ratio matches, the similarity where it reaches `least`, the matches are too few for a
+  homography or the similarity's consensus is below `_TILT_CONSENSUS`, else the better of the
+  two."""
+  matches, consensus, similar, homography = counts
   if matches < max(least, 3):
     return 0
-  if similar >= least or matches <= series._MODEL_POINTS:
+  if (similar >= least or matches <= series._MODEL_POINTS
+      or consensus < series._TILT_CONSENSUS):
     return similar
   return max(similar, homography)
 
@@ -415,7 +421,7 @@ def _same_as_the_reference(pairs: list[tuple[bytes, bytes]]) -> tuple[int, int]:
       reference = _reference_inliers(counts, least) >= least
       assert (series.inliers(a, b, least) >= least) == reference, (counts, least)
       joined += reference
-      by_homography += reference and counts[1] < least
+      by_homography += reference and counts[2] < least
   return joined, by_homography
 
 
@@ -576,3 +582,28 @@ def test_an_older_cpu_gets_the_same_hashes_keypoints_and_series(real_kfood):
   assert bits_apart <= keypoints * 256 // 10_000  # A bit in 10,000 at most.
   assert (links(names, features[0], series_position, class_folder)
           == links(names, features[1], series_position, class_folder))
+
+
+def _counts_of(pairs: list[tuple[bytes, bytes]]) -> list[int]:
+  return [series.inliers(a, b) for a, b in pairs]
+
+
+@pytest.mark.parametrize("method", [m for m in ("fork", "spawn", "forkserver")
+                                    if m in multiprocessing.get_all_start_methods()])
+def test_matching_runs_in_workers_started_after_it_ran_here(method):
+  """The nearest descriptors are searched by faiss, whose OpenMP threads would hang a worker forked
+  after them: a process that matched (a notebook, then a build) starts workers of every kind that
+  match as it did, and threads match as one."""
+  photos = [p.read_bytes() for p in sorted(FLOWERS.glob("*/*.jpg"))[:8]]
+  features = [_features(data) for data in photos]
+  pairs = list(zip(features, features[1:], strict=False))  # Other photos,
+  pairs += [(f, _features(close_up(data, 0.5))) for f, data in zip(features, photos, strict=True)]
+  here = _counts_of(pairs)
+  assert min(here[-len(photos):]) >= 10  # and close-ups of them.
+  pool = multiprocessing.get_context(method).Pool(2)
+  try:  # A hung worker fails the test, and is killed.
+    assert pool.apply_async(_counts_of, (pairs,)).get(timeout=120) == here
+  finally:
+    pool.terminate()
+  with concurrent.futures.ThreadPoolExecutor(4) as threads:
+    assert list(threads.map(series.inliers, *zip(*pairs, strict=True))) == here

@@ -39,8 +39,8 @@ _PACKAGE = pathlib.Path(__file__).parent.parent
 # The shared modules whose code decides what a scan saves (this one: its rows).
 RULE_MODULES = ("photos/*.py", "archives/*.py", "building/scan.py", "building/scan_cache.py",
                 "catalog/build_report.py")
-# The libraries that decode, resize and measure the photos.
-RULE_LIBRARIES = ("numpy", "opencv-python-headless", "pillow", "simplejpeg")
+# The libraries that decode, resize, measure and match the photos.
+RULE_LIBRARIES = ("faiss-cpu", "numpy", "opencv-python-headless", "pillow", "simplejpeg")
 
 
 @functools.cache

@@ -55,7 +55,7 @@ _RECORD_FILE = re.compile(r"\.([a-z_]+)-\d{5}-of-\d{5}$")
 # The libraries whose versions can change the bytes: the records' format, the
 # JPEG encoder and decoders, and the scan's near-copy and series groups.
 _DISTRIBUTIONS = ("tensorflow-datasets", "protobuf", "pillow", "simplejpeg",
-                  "opencv-python-headless", "numpy")
+                  "opencv-python-headless", "numpy", "faiss-cpu")
 # The fields of `dataset_info.json`, besides the splits, whose value changes what
 # TFDS 4.9.10's readers give: the builder read from the folder
 # (`tfds.builder_from_directory`) takes each of them from the file. `name`

@@ -15,13 +15,14 @@ Two photos are one series when their colour histograms overlap by `SURE` or
 more, or by less and enough of their keypoints fit one geometry: `CLOSE_INLIERS`
 from `CLOSE`, `MIN_INLIERS` from `BAND` (`Rule`, `joined`): the closer the
 colours, the less geometry it takes.
-The histogram (hue, saturation and value of the photo shrunk to 48 × 48)
-ignores where things are, so it survives crops, another angle and a new
-ingredient on top; but another cook's plate of the same dish can share its
-colours as much as a second shot of one plate. Keypoints tell them apart: ORB
-corners of the grey photo, matched and fitted by RANSAC to one similarity
-(`inliers`), find the same pieces at another scale and place (a close-up of
-the plate) and none on another plate. They are matched only for the pairs of
+The histogram (hue, saturation and value of a sample of the photo's pixels
+shrunk to 48 × 48) ignores where things are, so it survives crops, another
+angle and a new ingredient on top; but another cook's plate of the same dish
+can share its colours as much as a second shot of one plate. Keypoints tell
+them apart: ORB corners of the grey photo, matched (faiss's exact nearest
+descriptors) and fitted by RANSAC to one similarity, or to a homography where
+the similarity maps part of the scene (`inliers`), find the same pieces at
+another scale and place (a close-up of the plate) and none on another plate. They are matched only for the pairs of
 the window whose colours fall in the band, so the cost stays bounded, in runs
 of neighbours sent to the scan's workers (`MatchRun`). Both come from the
 scan's own decode (`describe`: the keypoints from the grey plane its near-copy
@@ -41,13 +42,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import BinaryIO
 
 import cv2
+import faiss
 import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
 from photo_datasets.photos import near_duplicates, splits
 
-_SIDE = 48  # The photo is shrunk to this square before its pixels are counted.
+_SIDE = 48  # The photo is shrunk to this square before its pixels are counted,
+_SAMPLE_SIDE = 128  # from a sample of its pixels this many on its longer side.
 _HUES, _SATURATIONS, _VALUES = 12, 4, 4
 BINS = _HUES * _SATURATIONS * _VALUES + _VALUES  # The last _VALUES bins hold the grey pixels.
 HISTOGRAM_BYTES = 2 * BINS  # uint16 counts of _SIDE² pixels.
@@ -102,6 +105,9 @@ _SPREAD_PX = 8.0
 _STRETCH = 2.0
 _DEPTH_RATIO = 1.6
 _MODEL_POINTS = 4  # A homography's own sample fits exactly: only inliers beyond it are evidence.
+# A tilted second shot still maps part of the plate by a similarity: the homography is fitted only
+# where the similarity's RANSAC agreed on this many matches, its 2-point sample included.
+_TILT_CONSENSUS = 4
 _ITERATIONS = 500
 
 
@@ -159,7 +165,14 @@ def _orb() -> cv2.ORB:
 
 
 def _histogram(rgb: Image.Image) -> bytes:
-  small = rgb.resize((_SIDE, _SIDE), Image.Resampling.BOX, reducing_gap=2.0).convert("HSV")
+  # Every pixel averaged is the cost of a full pass over the photo; a sample of about _SAMPLE_SIDE²
+  # pixels, averaged in blocks, counts the same colours.
+  width, height = rgb.size
+  scale = _SAMPLE_SIDE / max(width, height)
+  if scale < 1:
+    rgb = rgb.resize((max(1, round(width * scale)), max(1, round(height * scale))),
+                     Image.Resampling.NEAREST)
+  small = rgb.resize((_SIDE, _SIDE), Image.Resampling.BOX).convert("HSV")
   hsv = np.asarray(small, dtype=np.int32)
   hue = hsv[..., 0] * _HUES // 256
   saturation = hsv[..., 1] * _SATURATIONS // 256
@@ -307,35 +320,30 @@ def overlap(a: bytes, b: bytes) -> float:
   return _overlaps(counts, totals, np.array([0]), np.array([1]))[0]
 
 
-_Keypoints = tuple[npt.NDArray[np.float32], npt.NDArray[np.uint64]]
+_Keypoints = tuple[npt.NDArray[np.float32], npt.NDArray[np.uint8]]
 
 
 def _keypoints(features: bytes) -> _Keypoints:
-  """Where the keypoints are, in px, and their descriptors as four rows of 64-bit words."""
+  """Where the keypoints are, in px, and their descriptors, a row of 32 bytes each."""
   keypoints = np.frombuffer(features, dtype=_KEYPOINT, offset=HISTOGRAM_BYTES)
   where = np.stack([keypoints["x"], keypoints["y"]], axis=1).astype(np.float32) / np.float32(8)
-  return where, np.ascontiguousarray(
-      np.ascontiguousarray(keypoints["descriptor"]).view(np.uint64).T)
+  return where, np.ascontiguousarray(keypoints["descriptor"])
 
 
-_FARTHEST = np.iinfo(np.uint16).max  # Past any distance of 256 bits: the nearest set aside.
-
-
-def _ratio_matches(a: npt.NDArray[np.uint64],
-                   b: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.intp], ...]:
+def _ratio_matches(a: npt.NDArray[np.uint8],
+                   b: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.intp], ...]:
   """Keypoints of a whose nearest descriptor of b (Hamming distance) is clearly nearer than
   the second (Lowe's ratio test), and that nearest: indices into a and into b. The distances
-  of all pairs are most of a match's work: numpy's popcount of 64-bit words does them faster
-  than OpenCV's brute-force matcher, which counts bytes."""
-  distances = np.bitwise_count(np.bitwise_xor.outer(a[0], b[0])).astype(np.uint16)
-  for word in range(1, len(a)):
-    distances += np.bitwise_count(np.bitwise_xor.outer(a[word], b[word]))
-  nearest = distances.argmin(axis=1)
-  rows = np.arange(len(distances))
-  first = distances[rows, nearest]
-  distances[rows, nearest] = _FARTHEST
-  good = np.flatnonzero(first < _RATIO * distances.min(axis=1))
-  return good, nearest[good]
+  of all pairs are most of a match's work: faiss's exact search counts them in compiled code.
+  Where the two nearest tie, the test fails whichever faiss names, so the matches are exact."""
+  # A worker per core already; on every thread (the setting is per thread), so that no OpenMP
+  # threads exist when a process forks workers.
+  faiss.omp_set_num_threads(1)
+  index = faiss.IndexBinaryFlat(8 * b.shape[1])
+  index.add(b)
+  distances, nearest = index.search(a, 2)
+  good = np.flatnonzero(distances[:, 0] < _RATIO * distances[:, 1])
+  return good, nearest[good, 0].astype(np.intp)
 
 
 def _plausible(fit: npt.NDArray[np.float64], points_a: npt.NDArray[np.float32],
@@ -364,22 +372,25 @@ def _plausible(fit: npt.NDArray[np.float64], points_a: npt.NDArray[np.float32],
 
 
 def _similarity(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.float32],
-                least: int = 0) -> int:
-  """The similarity's inliers, 0 where its scale or their spread is implausible, or where they
-  are 3 or more but fewer than `least`: no guard would bring them to it. (Counts below 3 keep
-  their guards: `inliers` reports them.)"""
+                least: int = 0) -> tuple[int, int]:
+  """RANSAC's consensus for one similarity, its 2-point sample included, and the similarity's
+  inliers: 0 where its scale or their spread is implausible, or where they are 3 or more but
+  fewer than `least`: no guard would bring them to it. (Counts below 3 keep their guards:
+  `inliers` reports them.)"""
   cv2.setRNGSeed(0)  # RANSAC's samples: the same photos, the same count.
   fit, mask = cv2.estimateAffinePartial2D(points_a, points_b, method=cv2.RANSAC,
                                           ransacReprojThreshold=_INLIER_PX, maxIters=500,
                                           refineIters=0)
   if fit is None:
-    return 0
+    return 0, 0
   kept = mask.ravel().astype(bool)
-  if 3 <= kept.sum() < least:
-    return 0
+  consensus = int(kept.sum())
+  if 3 <= consensus < least:
+    return consensus, 0
   scale = float(np.hypot(fit[0, 0], fit[1, 0]))
   spread = float(points_a[kept].std(axis=0).min() * points_b[kept].std(axis=0).min()) ** 0.5
-  return int(kept.sum()) if _SCALES[0] <= scale <= _SCALES[1] and spread >= _SPREAD_PX else 0
+  plausible = _SCALES[0] <= scale <= _SCALES[1] and spread >= _SPREAD_PX
+  return consensus, consensus if plausible else 0
 
 
 def _homography(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.float32],
@@ -401,7 +412,8 @@ def _homography(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.floa
 def _fit(a: _Keypoints, b: _Keypoints, least: int) -> int:
   """The inliers of the better of two models of a second shot: a similarity (a zoom or a turn, which
   its 2-point samples find on few matches, where a homography's 4 can settle on a wrong fit) and a
-  homography (a tilt: the plate seen from higher or from a side, which a similarity cannot map).
+  homography (a tilt: the plate seen from higher or from a side, which a similarity cannot map),
+  fitted only where the similarity's RANSAC agreed on `_TILT_CONSENSUS` matches.
 
   Each step runs only where it can still bring the count to `least`, the need it is compared with:
   no fit on fewer ratio matches, no homography where the similarity reaches it, and no guards for a
@@ -414,8 +426,9 @@ def _fit(a: _Keypoints, b: _Keypoints, least: int) -> int:
   if len(good) < max(least, 3):  # Too few matches to make `least` inliers: no geometry to fit.
     return 0
   points_a, points_b = where_a[good], where_b[nearest]
-  similar = _similarity(points_a, points_b, least)
-  if similar >= least or len(good) <= _MODEL_POINTS:  # Enough already, or too few for a homography.
+  consensus, similar = _similarity(points_a, points_b, least)
+  # Enough already, too few for a homography, or no part of the scene that a similarity maps.
+  if similar >= least or len(good) <= _MODEL_POINTS or consensus < _TILT_CONSENSUS:
     return similar
   return max(similar, _homography(points_a, points_b, least))
 
