@@ -28,7 +28,8 @@ process's CPU seconds over B - A photos.
 
 `--steps` times instead each step of one photo's work on one core, against
 the naive loop in the same run: the scan's decode and hashes, its quality
-scores, series features and SHA-256, the conversion, the record's encoding and
+scores, series features (after the hashes, whose grey plane they read, as in
+the scan) and SHA-256, the conversion, the record's encoding and
 serialisation, and the series matching at the corpus's density (the real
 photos' own window pairs, `--series`'s population of 2,000, in one process).
 

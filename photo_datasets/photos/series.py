@@ -22,9 +22,10 @@ can share its colours as much as a second shot of one plate. Keypoints tell
 them apart: ORB corners of the grey photo, matched (faiss's exact nearest
 descriptors) and fitted by RANSAC to one similarity, or to a homography where
 the similarity maps part of the scene (`inliers`), find the same pieces at
-another scale and place (a close-up of the plate) and none on another plate. They are matched only for the pairs of
-the window whose colours fall in the band, so the cost stays bounded, in runs
-of neighbours sent to the scan's workers (`MatchRun`). Both come from the
+another scale and place (a close-up of the plate) and none on another plate.
+They are matched only for the pairs of the window that colour does not join
+alone, so the cost stays bounded, in runs of neighbours sent to the scan's
+workers (`MatchRun`). Both come from the
 scan's own decode (`describe`: the keypoints from the grey plane its near-copy
 hashes converted); a scan keeps the keypoints in files (its workers') until the
 series are found (`FeatureFile`). docs/splits.md and
