@@ -191,15 +191,11 @@ def _random_population(total: int, features: list[bytes]) -> tuple[list[str], li
 
 
 def _seconds(step: Any, items: list[Any], before: Any = None) -> float:
-  """Seconds `step` takes over `items`; `before(item)` runs first for each, untimed."""
-  if before is None:
-    start = time.perf_counter()
-    for item in items:
-      step(item)
-    return time.perf_counter() - start
+  """Seconds `step` takes over `items`; `before(item)`, where given, runs first, untimed."""
   seconds = 0.0
   for item in items:
-    before(item)
+    if before is not None:
+      before(item)
     start = time.perf_counter()
     step(item)
     seconds += time.perf_counter() - start
