@@ -59,6 +59,20 @@ are matched, matched as the scan does on a worker pool of every core, and
 the CPU time of the grouping, main process and workers, per matched pair)
 and the largest series it makes of photos that are no series.
 
+`--rounds R` compares instead only the `224` build with every core (scan included)
+with the naive loop, alternating them R times over the same photos: each
+round's ratio of their rates and the median. This VM's speed drifts within a
+run; a ratio of neighbouring passes does not.
+
+`--phases` times instead one `224` build with every core in this process,
+phase by phase: each worker phase from its pool's start to its end, and its
+workers' CPU.
+
+`--phase_start 2 8 32` measures instead what a phase of one item costs on N
+fork workers, TensorFlow loaded as in a build: told the phase's size (a list,
+as the writer's and the report's phases are), one worker forks; not told (an
+iterator), N do.
+
 `--scaling 1 2 4 8 16` measures instead how the per-photo work of a `224`
 build (scan: full decode check and SHA-256; conversion: decode at reduced
 scale, resize, encode) spreads over N workers through the package's worker
@@ -79,6 +93,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -204,6 +219,31 @@ def _seconds(step: Any, items: list[Any], before: Any = None) -> float:
 
 def _fail(item: object) -> int:
   raise RuntimeError("a worker died")
+
+
+def phase_start(worker_counts: list[int], repeats: int = 9) -> None:
+  """A phase of one item on fork workers, with TensorFlow loaded as in a build, told its size
+  (a list) and not (an iterator), alternating: the medians."""
+  import tensorflow as tf  # noqa: F401  (the pages each fork copies)
+
+  from photo_datasets.building import parallel
+  os.environ[parallel.START_METHOD_ENV] = "fork"
+
+  def seconds(items: Any, workers: int) -> float:
+    start = time.perf_counter()
+    list(parallel.ordered_map(abs, items, workers=workers, on_crash=abs))
+    return time.perf_counter() - start
+
+  print(f"a phase of one item, fork, TensorFlow loaded; median of {repeats}, ms; "
+        f"{len(os.sched_getaffinity(0))} cores")
+  print(f"{'workers':>8} {'size told':>10} {'size unknown':>13}")
+  for workers in worker_counts:
+    told, unknown = [], []
+    for _ in range(repeats):
+      told.append(seconds([-1], workers))
+      unknown.append(seconds(iter([-1]), workers))
+    print(f"{workers:>8} {statistics.median(told) * 1e3:>10.0f} "
+          f"{statistics.median(unknown) * 1e3:>13.0f}")
 
 
 def scaling(worker_counts: list[int], count: int) -> None:
@@ -563,6 +603,63 @@ def read_rate(data_dir: str) -> tuple[int, float]:
   return seen, time.perf_counter() - start
 
 
+def phases(manual_dir: str, corpus: str, data_dir: str, workers: int) -> None:
+  """One `224` build in this process on `workers`, each worker phase timed from its pool's start
+  to its end, with its workers' CPU; then the build's whole time and CPU."""
+  import tensorflow as tf  # noqa: F401  (as in `_build_in_this_process`)
+  import tensorflow_datasets as tfds
+
+  import korean_food  # noqa: F401  (registers the builder)
+  from photo_datasets.building import parallel
+  start_phase, close_phase = parallel._Phase.__init__, parallel._Phase.close
+  rows = []
+
+  def started(phase: Any, task: Any, *args: Any) -> None:
+    phase.began = time.perf_counter()
+    start_phase(phase, task, *args)
+    phase.name = type(task).__name__
+
+  def closed(phase: Any) -> None:
+    close_phase(phase)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # Its workers are joined by now.
+    rows.append((phase.name, phase.workers, phase.began, time.perf_counter(),
+                 usage.ru_utime + usage.ru_stime))
+
+  parallel._Phase.__init__, parallel._Phase.close = started, closed  # type: ignore[method-assign]
+  builder = tfds.builder("korean_food/224", data_dir=data_dir, workers=workers)
+  begin, cpu_begin = time.perf_counter(), time.process_time()
+  builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=manual_dir))
+  end = time.perf_counter()
+  photos = sum(split.num_examples for split in builder.info.splits.values())
+  print(f"{photos} photos, {corpus}; 224 build on {workers} workers, this process; "
+        f"{len(os.sched_getaffinity(0))} cores")
+  print(f"{'phase':14} {'workers':>7} {'from s':>7} {'to s':>7} {'workers CPU s':>14}")
+  cpu = 0.0
+  for name, phase_workers, began, ended, cpu_after in rows:
+    print(f"{name:14} {phase_workers:>7} {began - begin:>7.2f} {ended - begin:>7.2f} "
+          f"{cpu_after - cpu:>14.2f}")
+    cpu = cpu_after
+  print(f"the build: {end - begin:.2f} s; CPU {cpu * 1e3 / photos:.1f} ms a photo in workers, "
+        f"{(time.process_time() - cpu_begin) * 1e3 / photos:.1f} in this process")
+
+
+def rounds(manual_dir: str, corpus: str, workdir: str, workers: int, count: int) -> None:
+  """The `224` build on `workers` against the naive loop, alternating, `count` rounds."""
+  ratios = []
+  for round_number in range(1, count + 1):
+    photos, naive_seconds = harness.naive_loop(manual_dir)
+    shutil.rmtree(f"{workdir}/data_{workers}", ignore_errors=True)
+    seconds = build("224", manual_dir, f"{workdir}/data_{workers}", workers)["seconds"]
+    ratios.append(naive_seconds / seconds)
+    print(f"round {round_number}: naive loop {photos / naive_seconds:.0f} images/s, build 224 on "
+          f"{workers} workers {photos / seconds:.0f} images/s: {ratios[-1]:.2f} x naive",
+          flush=True)
+  machine = harness.machine()
+  print(f"{photos} photos from {manual_dir}: {corpus}; {machine['cores_usable']} cores "
+        f"({machine['cpu_model']}); build 224 against the naive loop, median of {count} rounds: "
+        f"{statistics.median(ratios):.2f}")
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--photos", help="a folder in any korean_food layout; default: generate")
@@ -584,6 +681,8 @@ def main() -> None:
                       help="photos grouped by --series")
   parser.add_argument("--steps", action="store_true",
                       help="only time each step of one photo's work on one core")
+  parser.add_argument("--phase_start", type=int, nargs="+", metavar="N",
+                      help="only what a phase of one item costs on N fork workers (see above)")
   parser.add_argument("--scaling", type=int, nargs="+", metavar="N",
                       help="only measure the per-photo work on N workers (no TensorFlow needed)")
   parser.add_argument("--download_forms", type=int, metavar="R",
@@ -593,6 +692,11 @@ def main() -> None:
                       help="with --download_forms: the pieces' size")
   parser.add_argument("--main_cpu", type=int, nargs=2, metavar=("A", "B"),
                       help="the main process's CPU per photo beyond start-up (see above)")
+  parser.add_argument("--phases", action="store_true",
+                      help="only one 224 build with every core, phase by phase (see above)")
+  parser.add_argument("--rounds", type=int, metavar="R",
+                      help="only the 224 build with every core against the naive loop, R "
+                           "alternating rounds")
   parser.add_argument("--workdir", default="/tmp/photo_datasets_bench")
   parser.add_argument("--_build", nargs=6, help=argparse.SUPPRESS)
   args = parser.parse_args()
@@ -604,6 +708,9 @@ def main() -> None:
     shutil.rmtree(args.workdir, ignore_errors=True)
     main_process_cpu(args.workdir, args.main_cpu, args.workers,
                      None if args.generated else benchmark_corpus.REALDATA)
+    return
+  if args.phase_start:
+    phase_start(args.phase_start)
     return
   if args.scaling:
     scaling(args.scaling, args.images)
@@ -631,6 +738,12 @@ def main() -> None:
     realdata = None if args.generated else benchmark_corpus.REALDATA
     corpus = (benchmark_corpus.write_kfood_zip(manual_dir, args.images, realdata=realdata)
               + " photos")
+  if args.rounds:
+    rounds(manual_dir, corpus, args.workdir, args.workers, args.rounds)
+    return
+  if args.phases:
+    phases(manual_dir, corpus, f"{args.workdir}/data_phases", args.workers)
+    return
   count, naive_seconds = harness.naive_loop(manual_dir)
   naive_rate = count / naive_seconds
   rows = [("naive PIL loop, 1 core (read, RGB, resize 224, encode)", 1, count, naive_seconds, None)]

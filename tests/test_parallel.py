@@ -4,6 +4,7 @@ look-ahead, and a dead worker costs only the item that killed it."""
 from __future__ import annotations
 
 import ast
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -65,6 +66,25 @@ def test_items_are_read_lazily_a_few_per_worker_ahead():
   next(results)
   assert len(taken) <= 2 * parallel.ITEMS_IN_FLIGHT_PER_WORKER + 1
   results.close()
+
+
+def test_a_fork_pool_of_few_chunks_forks_a_worker_a_chunk(monkeypatch):
+  """A fork pool's workers are forked at once, each copying this process's page tables: a
+  phase of 3 items in chunks of 2 needs 2 of its 6. (Spawn and forkserver pools start their
+  workers as chunks arrive.)"""
+  monkeypatch.setenv(parallel.START_METHOD_ENV, "fork")
+  for items, size in (([1, 2, 3], None), (iter([1, 2, 3]), 3)):
+    results = parallel.ordered_map(square_with_pid, items, workers=6, on_crash=crashed, chunk=2,
+                                   size=size)
+    assert next(results)[0] == 1
+    workers = {p.pid for p in multiprocessing.active_children()}
+    assert len(workers) == 2
+    assert {pid for _, pid in results} <= workers
+  unsized = parallel.ordered_map(square_with_pid, iter([1, 2, 3]), workers=6, on_crash=crashed,
+                                 chunk=2)
+  next(unsized)
+  assert len(multiprocessing.active_children()) == 6
+  unsized.close()
 
 
 def test_worker_count_from_the_environment(monkeypatch):

@@ -154,7 +154,8 @@ def generate_locally(
   with reader:
     tasks = ((photo, source(photo)) for photo in photos)
     for result in parallel.ordered_map(
-        convert, tasks, workers=workers, on_crash=crashed, inline=convert.inline):
+        convert, tasks, workers=workers, on_crash=crashed, inline=convert.inline,
+        size=len(photos)):
       if isinstance(result, Skipped):
         skipped.append(result)
       else:

@@ -8,8 +8,10 @@ are in flight, so memory does not grow with the corpus.
 
 How workers start (docs/building.md#every-core-by-default):
 
-* fork (Linux's default here): a pool a phase, forked in milliseconds, whose
-  workers share the task and the loaded modules with this process.
+* fork (Linux's default here): a pool a phase, whose workers share the task and
+  the loaded modules with this process; a worker a chunk at most, where the
+  phase's size is known (each fork copies this process's page tables,
+  TensorFlow's among them).
 * spawn (macOS's and Windows's default) and forkserver (`$PHOTO_DATASETS_START_METHOD`):
   a fresh interpreter a worker, which costs an import of what the tasks need,
   so one pool serves every phase of every build in the process (`_KeptPool`,
@@ -46,7 +48,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from concurrent import futures
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
@@ -94,9 +96,8 @@ def check_workers(value: Any, name: str = "workers") -> int:
 
 def _context(method: str | None = None) -> multiprocessing.context.BaseContext:
   """`method` where given; else `$PHOTO_DATASETS_START_METHOD` where set (a
-  build's bytes do not depend on it); else fork on Linux: it starts workers in
-  milliseconds and shares the loaded modules (its workers run no thread of
-  their own); else the platform's default, spawn on macOS and Windows, where
+  build's bytes do not depend on it); else fork on Linux: its workers share the
+  loaded modules, none imported again (and run no thread of their own); else the platform's default, spawn on macOS and Windows, where
   fork is unsafe or missing."""
   method = method or os.environ.get(START_METHOD_ENV, "").strip()
   if method:
@@ -323,7 +324,8 @@ class _Phase:
   """One `ordered_map`'s workers: a pool of its own (fork, or a task that needs `__main__`) or
   this process's kept pool, and what to do when a worker died."""
 
-  def __init__(self, task: Callable[[Any], Any], workers: int, method: str | None = None):
+  def __init__(self, task: Callable[[Any], Any], workers: int, method: str | None = None,
+               chunks: int | None = None):
     self.task, self.workers, self.method = task, workers, method
     context = _context(method)
     self.key = (context.get_start_method(), workers)
@@ -333,7 +335,9 @@ class _Phase:
       with contextlib.suppress(Exception):  # Unpicklable: `_pool` says so where it matters.
         pickled = pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)
     if pickled is None or b"__main__" in pickled:
-      self.pool = _pool(task, workers, method)
+      # A worker a chunk at most: this process forks each in turn (docstring).
+      self.workers = workers if chunks is None else min(workers, max(1, chunks))
+      self.pool = _pool(task, self.workers, method)
       return
     with _KEPT_LOCK:
       kept = _KEPT.get(self.key)
@@ -408,6 +412,7 @@ def ordered_map(
     on_crash: Callable[[Item], Result],
     inline: Callable[[Item], bool] | None = None,
     chunk: int = _CHUNK,
+    size: int | None = None,
     in_flight: int | None = None,
     start_method: str | None = None,
 ) -> Iterator[Result]:
@@ -421,6 +426,8 @@ def ordered_map(
     inline: items for which it is true are computed here, not sent to a worker
       (work too small to pay for the transfer).
     chunk: items sent to a worker at a time (1 for large tasks).
+    size: how many items there are, where the caller knows (a list's length is read): a phase
+      of fewer chunks than `workers` forks only a worker a chunk.
     in_flight: chunks sent and not yet returned, at most; default 2 per worker.
     start_method: how the workers start; default `_context`'s. A process that runs threads of
       its own (a Beam worker's gRPC) asks for forkserver: a fork would copy them mid-call.
@@ -433,7 +440,9 @@ def ordered_map(
     return
   pending: collections.deque[tuple[list[Item], futures.Future[list[Result]]]] = collections.deque()
   in_flight = in_flight or workers * _CHUNKS_IN_FLIGHT_PER_WORKER
-  phase = _Phase(task, workers, start_method)
+  if size is None and isinstance(items, Sized):
+    size = len(items)
+  phase = _Phase(task, workers, start_method, None if size is None else -(-size // chunk))
   batch: list[Item] = []
 
   def send_chunk() -> None:

@@ -231,7 +231,8 @@ def _serialize(split: generation.LocalSplit, name: str, folder: str, features: A
   try:
     with split.reader:
       for result in parallel.ordered_map(serialize, items(), workers=split.workers,
-                                         on_crash=serialize.crashed, chunk=PHOTOS_PER_TASK):
+                                         on_crash=serialize.crashed, chunk=PHOTOS_PER_TASK,
+                                         size=len(split.photos)):
         if isinstance(result, Skipped):
           split.skipped.append(result)
           continue
@@ -270,7 +271,8 @@ def _write_shards(entries: list[_Entry], spills: list[str], workers: int, filena
   write = _WriteShard(example_writer, entries, spills)
   in_flight = max(2, int(num_shards * SHARDS_IN_FLIGHT))
   for index, (path, digest) in enumerate(parallel.ordered_map(
-      write, shards(), workers=workers, on_crash=_shard_crashed, chunk=1, in_flight=in_flight)):
+      write, shards(), workers=workers, on_crash=_shard_crashed, chunk=1, size=num_shards,
+      in_flight=in_flight)):
     sha256[os.path.basename(path)] = digest
     # The shards still to come start at the next one's first hash: the ranges below it are read.
     below = (tfds_private.get_bucket_number(entries[ends[index]][0], SPILL_RANGES)
