@@ -97,8 +97,9 @@ def check_workers(value: Any, name: str = "workers") -> int:
 def _context(method: str | None = None) -> multiprocessing.context.BaseContext:
   """`method` where given; else `$PHOTO_DATASETS_START_METHOD` where set (a
   build's bytes do not depend on it); else fork on Linux: its workers share the
-  loaded modules, none imported again (and run no thread of their own); else the platform's default, spawn on macOS and Windows, where
-  fork is unsafe or missing."""
+  loaded modules, none imported again (and run no thread of their own); else
+  the platform's default, spawn on macOS and Windows, where fork is unsafe or
+  missing."""
   method = method or os.environ.get(START_METHOD_ENV, "").strip()
   if method:
     methods = multiprocessing.get_all_start_methods()
