@@ -70,8 +70,8 @@ workers' CPU.
 
 `--phase_start 2 8 32` measures instead what a phase of one item costs on N
 fork workers, TensorFlow loaded as in a build: told the phase's size (a list,
-as the writer's and the report's phases are), one worker forks; not told (an
-iterator), N do.
+or `size=` as the writer gives it), one worker forks; not told (an iterator),
+N do.
 
 `--scaling 1 2 4 8 16` measures instead how the per-photo work of a `224`
 build (scan: full decode check and SHA-256; conversion: decode at reduced
@@ -655,7 +655,7 @@ def rounds(manual_dir: str, corpus: str, workdir: str, workers: int, count: int)
           f"{workers} workers {photos / seconds:.0f} images/s: {ratios[-1]:.2f} x naive",
           flush=True)
   machine = harness.machine()
-  print(f"{photos} photos from {manual_dir}: {corpus}; {machine['cores_usable']} cores "
+  print(f"{photos} photos, {corpus}; {machine['cores_usable']} cores "
         f"({machine['cpu_model']}); build 224 against the naive loop, median of {count} rounds: "
         f"{statistics.median(ratios):.2f}")
 
