@@ -31,7 +31,10 @@ the naive loop in the same run: the scan's decode and hashes, its quality
 scores, series features (after the hashes, whose grey plane they read, as in
 the scan) and SHA-256, the conversion, the record's encoding and
 serialisation, and the series matching at the corpus's density (the real
-photos' own window pairs, `--series`'s population of 2,000, in one process).
+photos' own window pairs, `--series`'s population of 2,000, in one process);
+then the series' whole (features and matching). Every step runs once a round,
+`--rounds R` rounds (3 by default): each step's share is of the naive loop
+of its own round, and the table gives medians.
 
 `--near_duplicates` measures instead the cost of the near-duplicate rule: the
 perceptual hashes per photo (the scan with them against the scan without) and
@@ -127,8 +130,9 @@ def _naive(data: bytes) -> None:
   small.save(io.BytesIO(), "JPEG", quality=92)
 
 
-def steps(count: int) -> None:
-  """Where one photo's time goes, step by step, on one core (photos in memory)."""
+def steps(count: int, rounds: int) -> None:
+  """Where one photo's time goes, step by step, on one core (photos in memory): every step once a
+  round, `rounds` rounds, each step's share of the naive loop of its own round."""
   from photo_datasets.photos import images, near_duplicates, quality, series, splits
   name, photos = benchmark_corpus.photos(count)
   scanned = [images.decode_and_inspect(data) for data in photos]
@@ -164,14 +168,20 @@ def steps(count: int) -> None:
   kind, names, every = _window_population(2_000, features, *_random_population(2_000, features))
   matching = f"series matching at the corpus's density ({kind}, one process)"
   timed[matching] = (_series_matching(names), [every])  # One run over every photo.
+  features_label = "scan: series features (colour and keypoints)"
+  ms: dict[str, list[float]] = collections.defaultdict(list)
+  for _ in range(rounds):
+    for label, (step, items, *before) in timed.items():
+      seconds = _seconds(step, items, *before)
+      ms[label].append(seconds / (len(names) if label == matching else len(items)) * 1e3)
+    ms["the series: features and matching"].append(ms[features_label][-1] + ms[matching][-1])
+  naive = ms[next(iter(timed))]  # The first row's, round by round.
   print(f"{count} {name} photos ({sum(map(len, photos)) / count / 1e3:.0f} KB on average), "
-        f"one core, best of 3, ms per photo and share of the naive loop:")
-  naive = None
-  for label, (step, items, *before) in timed.items():
-    best = min(_seconds(step, items, *before) for _ in range(3))
-    ms = best / (len(names) if label == matching else len(items)) * 1e3
-    naive = naive or ms  # The first row.
-    print(f"  {label:58} {ms:6.2f} {ms / naive:5.0%}")
+        f"one core, {rounds} rounds of every step; ms per photo and share of the naive loop of "
+        "the same round, medians:")
+  for label, times in ms.items():
+    shares = [t / n for t, n in zip(times, naive, strict=True)]
+    print(f"  {label:58} {statistics.median(times):6.2f} {statistics.median(shares):5.0%}")
 
 
 def _record_serialiser() -> Any:
@@ -696,7 +706,7 @@ def main() -> None:
                       help="only one 224 build with every core, phase by phase (see above)")
   parser.add_argument("--rounds", type=int, metavar="R",
                       help="only the 224 build with every core against the naive loop, R "
-                           "alternating rounds")
+                           "alternating rounds; with --steps, its rounds (default 3)")
   parser.add_argument("--workdir", default="/tmp/photo_datasets_bench")
   parser.add_argument("--_build", nargs=6, help=argparse.SUPPRESS)
   args = parser.parse_args()
@@ -716,7 +726,7 @@ def main() -> None:
     scaling(args.scaling, args.images)
     return
   if args.steps:
-    steps(min(args.images, 400))
+    steps(min(args.images, 400), args.rounds or 3)
     return
   if args.near_duplicates:
     near_duplicate_costs(args.images)

@@ -19,10 +19,11 @@ The histogram (hue, saturation and value of a sample of the photo's pixels
 shrunk to 48 × 48) ignores where things are, so it survives crops, another
 angle and a new ingredient on top; but another cook's plate of the same dish
 can share its colours as much as a second shot of one plate. Keypoints tell
-them apart: ORB corners of the grey photo, matched (faiss's exact nearest
-descriptors) and fitted by RANSAC to one similarity, or to a homography where
-the similarity maps part of the scene (`inliers`), find the same pieces at
-another scale and place (a close-up of the plate) and none on another plate.
+them apart: ORB corners of the grey photo, matched (each one's nearest
+descriptors, from every distance faiss counts) and fitted by RANSAC to one
+similarity, or to a homography where the similarity maps part of the scene
+(`inliers`), find the same pieces at another scale and place (a close-up of
+the plate) and none on another plate.
 They are matched only for the pairs of the window that colour does not join
 alone, so the cost stays bounded, in runs of neighbours sent to the scan's
 workers (`MatchRun`). Both come from the
@@ -335,16 +336,22 @@ def _ratio_matches(a: npt.NDArray[np.uint8],
                    b: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.intp], ...]:
   """Keypoints of a whose nearest descriptor of b (Hamming distance) is clearly nearer than
   the second (Lowe's ratio test), and that nearest: indices into a and into b. The distances
-  of all pairs are most of a match's work: faiss's exact search counts them in compiled code.
-  Where the two nearest tie, the test fails whichever faiss names, so the matches are exact."""
+  of all pairs are most of a match's work: faiss counts them in compiled code, every one (its
+  k-nearest search, which keeps a heap a row, costs more than the count and numpy's two minima).
+  Where the two nearest tie, the test fails whichever is taken first, so the matches are exact."""
   # A worker per core already; on every thread (the setting is per thread), so that no OpenMP
   # threads exist when a process forks workers.
   faiss.omp_set_num_threads(1)
-  index = faiss.IndexBinaryFlat(8 * b.shape[1])
-  index.add(b)
-  distances, nearest = index.search(a, 2)
-  good = np.flatnonzero(distances[:, 0] < _RATIO * distances[:, 1])
-  return good, nearest[good, 0].astype(np.intp)
+  a, b = np.ascontiguousarray(a, np.uint8), np.ascontiguousarray(b, np.uint8)
+  distances = np.empty((len(a), len(b)), np.int32)  # faiss's hamdis_t.
+  faiss.hammings(  # type: ignore[attr-defined]  # Missing from faiss's own stubs.
+      faiss.swig_ptr(a), faiss.swig_ptr(b), len(a), len(b), a.shape[1], faiss.swig_ptr(distances))
+  rows = np.arange(len(a))
+  nearest = distances.argmin(axis=1)
+  first = distances[rows, nearest]
+  distances[rows, nearest] = np.iinfo(np.int32).max  # The second nearest: the next minimum.
+  good = np.flatnonzero(first < _RATIO * distances.min(axis=1))
+  return good, nearest[good]
 
 
 def _plausible(fit: npt.NDArray[np.float64], points_a: npt.NDArray[np.float32],
