@@ -73,17 +73,24 @@ def test_a_fork_pool_of_few_chunks_forks_a_worker_a_chunk(monkeypatch):
   phase of 3 items in chunks of 2 needs 2 of its 6. (Spawn and forkserver pools start their
   workers as chunks arrive.)"""
   monkeypatch.setenv(parallel.START_METHOD_ENV, "fork")
+
+  def started(since: set[int]) -> set[int]:
+    """The workers started since: another test's kept pool may still be alive."""
+    return {p.pid for p in multiprocessing.active_children()} - since
+
   for items, size in (([1, 2, 3], None), (iter([1, 2, 3]), 3)):
+    before = started(set())
     results = parallel.ordered_map(square_with_pid, items, workers=6, on_crash=crashed, chunk=2,
                                    size=size)
     assert next(results)[0] == 1
-    workers = {p.pid for p in multiprocessing.active_children()}
+    workers = started(before)
     assert len(workers) == 2
     assert {pid for _, pid in results} <= workers
+  before = started(set())
   unsized = parallel.ordered_map(square_with_pid, iter([1, 2, 3]), workers=6, on_crash=crashed,
                                  chunk=2)
   next(unsized)
-  assert len(multiprocessing.active_children()) == 6
+  assert len(started(before)) == 6
   unsized.close()
 
 
