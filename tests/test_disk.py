@@ -177,16 +177,15 @@ def test_a_disk_that_fills_up_anyway_ends_the_build_in_the_same_words(tmp_path, 
 _KILLED_BUILD = """
 import sys, time
 import flowers_dataset
-from photo_datasets.building import generation
+from photo_datasets.building import tfrecord_files
 from photo_datasets import testing
-real, made = generation.ExampleMaker.with_image, []
-def slow(self, photo, image):
-  made.append(1)
-  if len(made) == 30:
+real = tfrecord_files.write
+def slow(path, records):
+  if "-train." in path:
     print("WRITING", flush=True)
     time.sleep(600)
-  return real(self, photo, image)
-generation.ExampleMaker.with_image = slow
+  return real(path, records)
+tfrecord_files.write = slow
 testing.build("flowers_dataset/64", sys.argv[1], sys.argv[2], workers=2)
 """
 

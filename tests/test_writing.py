@@ -19,7 +19,7 @@ import tensorflow_datasets as tfds
 
 import flowers_dataset
 import korean_food
-from photo_datasets.building import builder, sharding, tfrecord_files
+from photo_datasets.building import builder, sharding, tfrecord_files, writing
 
 SOURCES = {
     "flowers_dataset": pathlib.Path(flowers_dataset.__file__).parent / "sample",
@@ -75,6 +75,28 @@ def test_the_workers_write_what_tfds_writes(tmp_path, monkeypatch, name):
         for f in theirs.info.splits[split].file_instructions]
 
 
+@pytest.mark.parametrize(("name", "made_in_the_scan"),
+                         [("korean_food/64", True), ("korean_food/full", False)])
+def test_a_sized_configs_scan_makes_the_records(tmp_path, monkeypatch, name, made_in_the_scan):
+  """A sized config's scan converts every photo here and makes its record: the writer's first
+  pass serialises none (in this process, with one worker); `full`'s scan converts none."""
+  serialised = []
+  serialise = writing._Serialize.__call__
+
+  def counted(self, item):  # type: ignore[no-untyped-def]
+    serialised.append(item[0])
+    return serialise(self, item)
+
+  monkeypatch.setattr(writing._Serialize, "__call__", counted)
+  monkeypatch.setattr(builder.PhotoBuilder, "WRITE_IN_WORKERS", True)
+  made = tfds.builder(name, data_dir=os.fspath(tmp_path), workers=1)
+  made.download_and_prepare(download_config=tfds.download.DownloadConfig(
+      manual_dir=os.fspath(SOURCES["korean_food"])))
+  examples = sum(split.num_examples for split in made.info.splits.values())
+  assert examples > 0
+  assert len(serialised) == (0 if made_in_the_scan else examples)
+
+
 def test_num_shards_is_honoured_as_tfds_honours_it(tmp_path, monkeypatch):
   ours = _build(tmp_path / "ours", "flowers_dataset/32", monkeypatch, in_workers=True, num_shards=5)
   theirs = _build(tmp_path / "tfds", "flowers_dataset/32", monkeypatch, in_workers=False,
@@ -84,34 +106,33 @@ def test_num_shards_is_honoured_as_tfds_honours_it(tmp_path, monkeypatch):
       dict.fromkeys(ours.info.splits, 5)
 
 
-# A build slowed down while its workers spill the train split.
+# A build slowed down while its workers write the record files: the records lie in the spill
+# files (`full`) or in the scan's files (a sized config, whose scan made them).
 _SLOW_BUILD = """
 import sys, time
 import flowers_dataset
 from photo_datasets import testing
-from photo_datasets.building import writing
-real = writing._spill
-def slow(folder, hkey, record):
-  if folder.endswith("train.spill") and not getattr(slow, "said", False):
-    slow.said = True
-    print("SPILLING", flush=True)
+from photo_datasets.building import tfrecord_files
+real = tfrecord_files.write
+def slow(path, records):
+  print("WRITING", flush=True)
   time.sleep(0.5)
-  return real(folder, hkey, record)
-writing._spill = slow
-testing.build("flowers_dataset/64", sys.argv[1], sys.argv[2], workers=2)
+  return real(path, records)
+tfrecord_files.write = slow
+testing.build(sys.argv[3], sys.argv[1], sys.argv[2], workers=2)
 """
 
 
-def test_ctrl_c_while_the_workers_write_leaves_nothing(tmp_path):
+@pytest.mark.parametrize("name", ["flowers_dataset/64", "flowers_dataset/full"])
+def test_ctrl_c_while_the_workers_write_leaves_nothing(tmp_path, name):
   data_dir = tmp_path / "data"
   build = subprocess.Popen([sys.executable, "-c", _SLOW_BUILD, str(data_dir),
-                            str(SOURCES["flowers_dataset"])],
+                            str(SOURCES["flowers_dataset"]), name],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                            start_new_session=True)
   try:
     assert build.stdout is not None
-    assert any("SPILLING" in line for line in build.stdout), \
-        "the build never spilled its train split"
+    assert any("WRITING" in line for line in build.stdout), "the build never wrote a record file"
     os.killpg(build.pid, signal.SIGINT)  # As a terminal sends Ctrl-C: to the build and its workers.
     assert build.wait(timeout=60) != 0
   finally:
@@ -127,8 +148,8 @@ def test_ctrl_c_while_the_workers_write_leaves_nothing(tmp_path):
   else:
     pytest.fail("a worker outlived the interrupted build")
   left = [p.relative_to(data_dir) for p in data_dir.rglob("*")]
-  assert not [p for p in left
-              if "incomplete." in str(p) or "spill" in str(p) or ".tfrecord" in str(p)], left
+  assert not [p for p in left if "incomplete." in str(p) or "spill" in str(p)
+              or "converted." in str(p) or ".tfrecord" in str(p)], left
 
 
 def test_tfrecord_files_are_tensorflows_bytes(tmp_path):

@@ -31,6 +31,7 @@ class Build:
   source_path: str | None = None
   manual_dir: str | None = None  # Where the source was found; None when it was downloaded.
   converted: converted.ConvertedImages | None = None  # What the scan converted already.
+  workers_write: bool = False  # The package's workers write the records, not TFDS's writer.
   needed_bytes: int = 0  # The disk check's estimate, for the out-of-space message.
   split_generators: dict[str, Any] | None = None  # What `_split_generators` made.
   # File name -> SHA-256 of the record files the workers wrote, for the fingerprint.

@@ -310,6 +310,7 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     if beam_or_local.tfds_writes(self._build.beam, self.WRITE_IN_WORKERS, download_config,
                                  self.info):
       return super()._generate_splits(dl_manager, download_config)
+    self._build.workers_write = True  # The scan's workers make the records they can.
     made = self._split_generators(dl_manager)
     if not all(isinstance(split, generation.LocalSplit) for split in made.values()):
       # `_generate_examples` wrapped (TFDS's test harness checks the keys so):
@@ -337,7 +338,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     if manual_dir is not None and storage.absolute(source).startswith(
         storage.absolute(manual_dir)):
       self._build.manual_dir = storage.absolute(manual_dir)
-    photos, self._build.report = self._source_scan().scan(
+    records = (writing.RecordMaker(self._example_maker(source), self.info.features)
+               if self._build.workers_write else None)
+    photos, self._build.report = self._source_scan(records).scan(
         source, scan_to_splits.scan_cache_dir(dl_manager))
     if not photos:
       raise ValueError(scan_to_splits.nothing_usable(source, self._build.report,
@@ -351,12 +354,13 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     return {name: self._generate_examples(source, group, name)
             for name, group in split_photos.items() if group}
 
-  def _source_scan(self) -> scan_to_splits.SourceScan:
-    """The scan of this build's source (`scan_to_splits.SourceScan`)."""
+  def _source_scan(self, records: writing.RecordMaker | None = None) -> scan_to_splits.SourceScan:
+    """The scan of this build's source (`scan_to_splits.SourceScan`); with `records`, its
+    workers make the records of the photos they convert."""
     return scan_to_splits.SourceScan(
         type(self), self.name, self._full_name, self.builder_config.image_size, self.data_dir,
         os.fspath(tfds_private.data_dir_root(self)), self._build, self._say, self._list_source,
-        self._estimate_source, self._series_order)
+        self._estimate_source, self._series_order, records)
 
   def _generate_examples(self, source: Source, photos: list[records.Photo], split: str) -> Any:
     """Examples in location order (each archive opened once)."""

@@ -50,19 +50,22 @@ class _Scanned:
   series_features: bytes = b""
   # The features' keypoints, where the worker wrote them.
   keypoints: worker_files.Written | None = None
+  # Its record, made from `image` (`ConvertedImages.make_record`), which lies within it.
+  record: worker_files.Written | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class _Inspect:
   """The per-file work of the scan (runs in a worker): the check, the hashes,
   the series features, and for a sized config the conversion from the same decode,
-  written into `converted_folder`; the features' keypoints into `keypoints_folder`
-  where one is given."""
+  written into `converted_folder`, as a record where `make_record` makes one; the features'
+  keypoints into `keypoints_folder` where one is given."""
 
   size: int | None
   series: bool = False
   converted_folder: str = ""
   keypoints_folder: str | None = None
+  make_record: Callable[[Photo, bytes], bytes] | None = None
 
   def __call__(self, candidate: Candidate) -> _Scanned | Skipped:
     try:
@@ -79,18 +82,31 @@ class _Inspect:
     photo = Photo(candidate.file_name, candidate.location, splits.content_digest(data), check,
                   box=box, span=candidate.span, nbytes=len(data), quality=scores,
                   moments=moments)
-    image = None
+    image = record = None
     if self.size and images.encodes_from_scan(check, self.size, box):
       with contextlib.suppress(Exception):  # Generation converts it again, and reports the failure.
-        image = worker_files.append(
-            self.converted_folder, "converted",
-            images.encode_image(data, check, size=self.size, box=box, decoded=pixels))
+        image, record = self._converted(photo, images.encode_image(
+            data, check, size=self.size, box=box, decoded=pixels))
     keypoints = None
     if features and self.keypoints_folder is not None:
       keypoints = worker_files.append(self.keypoints_folder, "keypoints",
                                       features[series.HISTOGRAM_BYTES:])
       features = features[:series.HISTOGRAM_BYTES]
-    return _Scanned(photo, image, bool(candidate.crop) and box is None, features, keypoints)
+    return _Scanned(photo, image, bool(candidate.crop) and box is None, features, keypoints,
+                    record)
+
+  def _converted(self, photo: Photo, image: bytes
+                 ) -> tuple[worker_files.Written, worker_files.Written | None]:
+    """Where the stored image is written, and the record that holds it where one is made."""
+    if self.make_record is None:
+      return worker_files.append(self.converted_folder, "converted", image), None
+    made = self.make_record(photo, image)
+    record = worker_files.append(self.converted_folder, "converted", made)
+    # The record holds the image's bytes as they are (a bytes feature).
+    start = made.find(image)
+    if start < 0:
+      raise ValueError(f"{photo.file_name}: its record does not hold its image")
+    return worker_files.Written(record.path, record.offset + start, len(image)), record
 
 
 # Photos a worker scans per task: the pool's cost a task, in the main process
@@ -231,7 +247,8 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
     inspect = _Inspect(converted.size if converted is not None else None,
                        series=finds_series,
                        converted_folder=converted.folder if converted is not None else "",
-                       keypoints_folder=keypoints)
+                       keypoints_folder=keypoints,
+                       make_record=converted.make_record if converted is not None else None)
     phase = Phase(inspect, _first_copies(candidates, report), on_crash=_crashed,
                   chunk=PHOTOS_PER_TASK)
     results, grouped = executor.map_and_group(
@@ -283,7 +300,7 @@ def _taken_results(results: Iterable[_Scanned | Skipped], report: BuildReport,
     if result.crop_outside:
       report.counts["bad crop lines"] = report.counts.get("bad crop lines", 0) + 1
     if converted is not None and result.image is not None:
-      converted.add(result.photo.file_name, result.image, result.photo.box)
+      converted.add(result.photo.file_name, result.image, result.photo.box, result.record)
   return photos
 
 

@@ -61,6 +61,9 @@ class SourceScan:
   list_source: Callable[[Any, BuildReport], Iterable[records.Candidate]]
   estimate_source: Callable[[Any], tuple[int, int]]
   series_order: Callable[[], Callable[[str], int | None] | None]
+  # A photo's record from its stored image (`writing.RecordMaker`), where the scan's conversion
+  # makes the records; None: the images alone.
+  make_record: Callable[[records.Photo, bytes], bytes] | None = None
 
   def scan(self, source: os.PathLike[str],
            cache_dir: epath.Path | None) -> tuple[list[records.Photo], BuildReport]:
@@ -108,7 +111,7 @@ class SourceScan:
     report = BuildReport()
     listing = self.list_source(source, report)
     if size and converts_in_scan:
-      self.build.converted = converted.ConvertedImages(size, self.data_dir)
+      self.build.converted = converted.ConvertedImages(size, self.data_dir, self.make_record)
     try:
       photos = scan.scan(listing, report, executor=self.build.executor,
                          converted=self.build.converted, series_position=series_order,

@@ -5,11 +5,14 @@ and writes every example of a split in the main process, one core for the
 whole build. Here the worker processes do it, in two passes over the split:
 
 1. Each worker converts its photos (`generation.convert_or_skip`), encodes and
-   serialises each example with the config's features (TFDS's
+   serialises each example with the config's features (`RecordMaker`: TFDS's
    `ExampleSerializer`, deterministically: `reproducible`) and appends the
    record to its own spill files, one per range of the key's hash: the MD5
    of the split's name and the example's key (`hashing.Hasher`), TFDS's
-   shuffle order. The main process keeps four numbers per record.
+   shuffle order. The main process keeps four numbers per record. A photo
+   the scan converted has its record made there already, in the scan's
+   worker files (`converted.ConvertedImages`): it only gets its hash, here,
+   and a split whose every photo is such starts no workers for this pass.
 2. The main process sorts those by hash, counts the shards as TFDS does
    (`ShardConfig.get_number_shards` on the records' total size: the package's
    `sharding` policy, or `--num_shards`), cuts them where TFDS cuts
@@ -82,18 +85,39 @@ def _spill(folder: str, hkey: int, record: bytes) -> tuple[str, int]:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Serialize:
-  """Pass 1, in a worker: one photo converted, encoded, serialised and spilled."""
+class RecordMaker:
+  """A photo's record: its example (`make`, with its stored image) encoded with the config's
+  features and serialised as every writer of the package serialises it (`reproducible`). Made
+  in the worker that has the image: the scan's, where it converted the photo, or `_Serialize`'s.
+  """
 
-  photos: Sequence[Photo]  # Forked workers share the list; items are indices into it.
   make: generation.ExampleMaker
   features: Any  # The config's `tfds.features.FeaturesDict`.
-  salt: str  # The split's name, as TFDS salts the key's hash.
-  folder: str
 
   @functools.cached_property
   def _serializer(self) -> reproducible.DeterministicExampleSerializer:
     return reproducible.DeterministicExampleSerializer(self.features.get_serialized_info())
+
+  def __call__(self, photo: Photo, image: bytes) -> bytes:
+    return self.serialize(photo.file_name, self.make.with_image(photo, image))
+
+  def serialize(self, key: str, example: generation.Example) -> bytes:
+    try:
+      record: bytes = self._serializer.serialize_example(self.features.encode_example(example))
+    except Exception as e:
+      # As TFDS's writer: a feature that does not encode is a bug, not a bad photo.
+      raise ValueError(f"Failed to encode the example of {key}: {type(e).__name__}: {e}") from e
+    return record
+
+
+@dataclasses.dataclass(frozen=True)
+class _Serialize:
+  """Pass 1, in a worker: one photo converted, encoded, serialised and spilled."""
+
+  photos: Sequence[Photo]  # Forked workers share the list; items are indices into it.
+  records: RecordMaker
+  salt: str  # The split's name, as TFDS salts the key's hash.
+  folder: str
 
   @functools.cached_property
   def _hasher(self) -> tfds_private.Hasher:
@@ -104,15 +128,11 @@ class _Serialize:
     photo = self.photos[index]
     if data is None:  # The worker reads it (`Photo.span`).
       data = generation.read_or_skip(None, photo)  # type: ignore[arg-type]
-    result = generation.convert_or_skip(self.make, photo, data)
+    result = generation.convert_or_skip(self.records.make, photo, data)
     if isinstance(result, Skipped):
       return result
     key, example = result
-    try:
-      record = self._serializer.serialize_example(self.features.encode_example(example))
-    except Exception as e:
-      # As TFDS's writer: a feature that does not encode is a bug, not a bad photo.
-      raise ValueError(f"Failed to encode the example of {key}: {type(e).__name__}: {e}") from e
+    record = self.records.serialize(key, example)
     hkey = self._hasher.hash_key(key)
     path, offset = _spill(self.folder, hkey, record)
     return hkey, path, offset, len(record)
@@ -186,8 +206,8 @@ def write_split(
   folder = _spill_folder(split, name, os.fspath(filename_template.data_dir))
   try:
     entries, spills = _serialize(split, name, folder, features, ignore_duplicates)
-    shard_lengths = _write_shards(entries, spills, split.workers, filename_template, shard_config,
-                                  example_writer, {} if sha256 is None else sha256)
+    shard_lengths = _write_shards(entries, spills, folder, split.workers, filename_template,
+                                  shard_config, example_writer, {} if sha256 is None else sha256)
     return tfds.core.SplitInfo(name=name, shard_lengths=shard_lengths,
                                num_bytes=sum(e[3] for e in entries),
                                filename_template=filename_template)
@@ -211,12 +231,18 @@ def _spill_folder(split: generation.LocalSplit, name: str, data_dir: str) -> str
 
 def _serialize(split: generation.LocalSplit, name: str, folder: str, features: Any,
                ignore_duplicates: bool) -> tuple[list[_Entry], list[str]]:
-  """Pass 1: every photo spilled; their entries sorted by hash, and the spill files' paths."""
-  serialize = _Serialize(split.photos, split.make, features, name, folder)
+  """Pass 1: every photo spilled, or its record the scan made taken where it lies; their
+  entries sorted by hash, and the files that hold them."""
+  serialize = _Serialize(split.photos, RecordMaker(split.make, features), name, folder)
   converted, image_size = split.converted, split.make.image_size
+  made = [converted.take_record(photo, image_size) if converted is not None else None
+          for photo in split.photos]
+  hasher = tfds_private.Hasher(name)  # For those: not `serialize`'s, which workers unpickle.
 
   def items() -> Iterator[tuple[int, generation.Source | None]]:
     for index, photo in enumerate(split.photos):
+      if made[index] is not None:
+        continue
       image = converted.take(photo, image_size) if converted is not None else None
       if image is not None:
         yield index, generation.Converted(image)
@@ -230,9 +256,14 @@ def _serialize(split: generation.LocalSplit, name: str, folder: str, features: A
   seen: set[int] = set()
   try:
     with split.reader:
-      for result in parallel.ordered_map(serialize, items(), workers=split.workers,
-                                         on_crash=serialize.crashed, chunk=PHOTOS_PER_TASK,
-                                         size=len(split.photos)):
+      left = made.count(None)
+      # In the photos' order, as TFDS's writer meets them (`ignore_duplicates` keeps the first).
+      spilled = iter(parallel.ordered_map(
+          serialize, items(), workers=split.workers, on_crash=serialize.crashed,
+          chunk=PHOTOS_PER_TASK, size=left) if left else ())
+      for photo, record in zip(split.photos, made, strict=True):
+        result = next(spilled) if record is None else (
+            hasher.hash_key(photo.file_name), record.path, record.offset, record.size)
         if isinstance(result, Skipped):
           split.skipped.append(result)
           continue
@@ -251,9 +282,9 @@ def _serialize(split: generation.LocalSplit, name: str, folder: str, features: A
   return entries, list(spill_numbers)
 
 
-def _write_shards(entries: list[_Entry], spills: list[str], workers: int, filename_template: Any,
-                  shard_config: tfds_private.ShardConfig, example_writer: Any,
-                  sha256: dict[str, str]) -> list[int]:
+def _write_shards(entries: list[_Entry], spills: list[str], folder: str, workers: int,
+                  filename_template: Any, shard_config: tfds_private.ShardConfig,
+                  example_writer: Any, sha256: dict[str, str]) -> list[int]:
   """Pass 2: the shards, cut and named as TFDS's `Writer` does; returns their lengths."""
   num_shards = shard_config.get_number_shards(sum(e[3] for e in entries), len(entries))
   ends = tfds_private.get_shard_boundaries(len(entries), num_shards)
@@ -266,7 +297,8 @@ def _write_shards(entries: list[_Entry], spills: list[str], workers: int, filena
 
   by_range: dict[int, list[str]] = {}  # Hash range -> its spill files (named by `_spill`).
   for spill in spills:
-    by_range.setdefault(int(os.path.basename(spill)[:3]), []).append(spill)
+    if os.path.dirname(spill) == folder:  # Not the scan's files, which the build removes.
+      by_range.setdefault(int(os.path.basename(spill)[:3]), []).append(spill)
   removed = 0  # Hash ranges whose spill files are gone.
   write = _WriteShard(example_writer, entries, spills)
   in_flight = max(2, int(num_shards * SHARDS_IN_FLIGHT))
