@@ -13,7 +13,7 @@ import pytest
 import tensorflow_datasets as tfds
 
 import korean_food
-from photo_datasets.building import scan_cache, scan_to_splits, unbuilt
+from photo_datasets.building import report_thumbnails, scan_cache, scan_to_splits, unbuilt
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.photos import images, near_duplicates
 from photo_datasets.photos.records import Photo
@@ -136,15 +136,22 @@ def test_a_first_build_decodes_each_photo_once_and_equals_a_build_from_the_saved
                       lambda data: scanned.append(len(data)) or real_inspect(data))
   first = _build_in_this_process("224", manual_dir, tmp_path / "data")
   photos = sum(split.num_examples for split in first.info.splits.values())
-  # The scan opens every image file once; generation opens none again (a photo
-  # whose crop box needs more pixels than the scan decoded would be: none here).
+  # The scan opens every image file once; generation and the report page's thumbnails open
+  # none again (a photo whose crop box needs more pixels than the scan decoded would be: none
+  # here).
   assert len(scanned) > photos > 30 and opened == scanned
 
-  # Same download dir, another data dir: the saved scan, and every photo converted in generation.
+  # Same download dir, another data dir: the saved scan, and every photo converted in generation,
+  # and those of the report page's thumbnails for them.
   opened.clear()
+  for_the_page: list[str] = []
+  as_stored = report_thumbnails._Thumbnails._as_stored
+  monkeypatch.setattr(report_thumbnails._Thumbnails, "_as_stored",
+                      lambda self, photo, reader: for_the_page.append(photo.file_name)
+                      or as_stored(self, photo, reader))
   again = build("korean_food/224", tmp_path / "again", manual_dir, workers=1,
                 download_dir=tmp_path / "data" / "downloads")
-  assert len(opened) == photos
+  assert for_the_page and len(opened) == photos + len(for_the_page)
   assert read_examples(again) == read_examples(first)
 
 

@@ -290,11 +290,11 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
         build.beam, self.workers, download_config, self._beam_work_dir)
     try:
       super()._download_and_prepare(dl_manager, download_config)
+      # The report page's thumbnails read the images the scan converted.
+      self._built = after_generation.finish(build, self.info, self.data_path)
     finally:
       if build.converted is not None:
         build.converted.close()
-
-    self._built = after_generation.finish(build, self.info, self.data_path)
 
   @classmethod
   def class_descriptions(cls) -> dict[str, str]:
@@ -349,8 +349,8 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     # The report page's thumbnails, made beside the records (on Beam: in their pipeline).
     runs = self._build.thumbnail_runs = report_thumbnails.runs(self, photos, self._build.report)
     self._build.thumbnails = report_thumbnails.beside_generation(
-        self._build.executor, runs, square=bool(self.builder_config.image_size),
-        reader_type=self.READER)
+        self._build.executor, runs, size=self.builder_config.image_size,
+        reader_type=self.READER, converted=self._build.converted)
     return {name: self._generate_examples(source, group, name)
             for name, group in split_photos.items() if group}
 

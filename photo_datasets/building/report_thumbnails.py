@@ -1,9 +1,10 @@
 """The build report page's thumbnails: chosen from the scan's report (`runs`),
-made beside generation from the source bytes (`beside_generation`), then
-found by name for the page (`by_name`)."""
+made beside generation from the photos as their config stores them
+(`beside_generation`), then found by name for the page (`by_name`)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -12,8 +13,10 @@ import tensorflow_datasets as tfds
 from absl import logging
 
 from photo_datasets.building import executors, generation
+from photo_datasets.building.converted import ConvertedImages
+from photo_datasets.building.worker_files import Written
 from photo_datasets.catalog.build_report import BuildReport, Skipped
-from photo_datasets.photos import records
+from photo_datasets.photos import images, records
 
 # Photos one task reads in location order through one reader, so an archive is opened once.
 _THUMBNAILS_PER_TASK = 16
@@ -40,11 +43,15 @@ def runs(builder: tfds.core.DatasetBuilder, photos: list[records.Photo],
 
 
 def beside_generation(executor: executors.Executor, thumbnail_runs: list[list[records.Photo]], *,
-                      square: bool, reader_type: type[generation.Reader]
-                      ) -> Callable[[], list[list[Any]]]:
+                      size: int | None, reader_type: type[generation.Reader],
+                      converted: ConvertedImages | None = None) -> Callable[[], list[list[Any]]]:
   """The thumbnails of `thumbnail_runs`, made beside the records (on Beam: in their
-  pipeline); the function returned gives them once the records are generated."""
-  make_thumbnails = _Thumbnails(square=square, reader_type=reader_type)
+  pipeline) from the images `converted` holds for the config's `size`, or from the source;
+  the function returned gives them once the records are generated."""
+  stored = {} if converted is None else {
+      photo.file_name: image for run in thumbnail_runs for photo in run
+      if (image := converted.take(photo, size)) is not None}
+  make_thumbnails = _Thumbnails(size=size, reader_type=reader_type, stored=stored)
   return executor.beside_generation(
       [executors.Phase(make_thumbnails, thumbnail_runs, on_crash=_no_thumbnails)])
 
@@ -64,11 +71,13 @@ def _no_thumbnails(photos: list[records.Photo]) -> list[bytes | None]:
 
 @dataclasses.dataclass(frozen=True)
 class _Thumbnails:
-  """The report page's thumbnails of a run of built photos, from their source bytes, framed as
-  stored; None for a photo gone since or of which nothing decodes."""
+  """The report page's thumbnails of a run of built photos, of each photo as its config stores
+  it; None for a photo gone since or of which nothing decodes."""
 
-  square: bool  # A sized config's centre square, of the photo's crop box.
+  size: int | None  # A sized config's: the stored image, the box's centre square at this size.
   reader_type: type[generation.Reader]  # For a photo without a span: the builder's reader.
+  # Where the scan's conversion of a photo lies, by name (read there, not made again).
+  stored: dict[str, Written] = dataclasses.field(default_factory=dict)
 
   def __call__(self, photos: list[records.Photo]) -> list[bytes | None]:
     # Its own module, as in `after_generation.write_report_page`.
@@ -77,8 +86,20 @@ class _Thumbnails:
     made: list[bytes | None] = []
     with self.reader_type() as reader:
       for photo in photos:
-        data = generation.read_or_skip(reader, photo)
-        made.append(None if isinstance(data, Skipped)  # Gone since.
-                    else report_page.thumbnail(data, box=photo.box if self.square else None,
-                                               square=self.square))
+        image = self._as_stored(photo, reader)
+        made.append(None if image is None else report_page.thumbnail(image))
     return made
+
+  def _as_stored(self, photo: records.Photo, reader: generation.Reader) -> bytes | None:
+    """The photo's stored image where it is sized (`full`: its source bytes), None where it is
+    gone since or does not convert."""
+    if (image := self.stored.get(photo.file_name)) is not None:
+      with contextlib.suppress(OSError):  # Gone since: converted again below.
+        return image.read()
+    data = generation.read_or_skip(reader, photo)
+    if isinstance(data, Skipped) or not self.size:
+      return None if isinstance(data, Skipped) else data
+    try:
+      return images.encode_image(data, photo.check, size=self.size, box=photo.box)
+    except Exception:  # Generation skips it, and reports why.
+      return None

@@ -50,7 +50,7 @@ from photo_datasets.catalog import fingerprint
 from photo_datasets.catalog.build_report import BuildReport
 from photo_datasets.catalog.page_data import CSV_NAME, ClassRow, PageData, wanted_thumbnails
 from photo_datasets.catalog.page_html import render
-from photo_datasets.photos import images, quality
+from photo_datasets.photos import quality
 
 FILE_NAME = "report.html"
 CSV_FIELDS = ("file_name", "split", "label", "flag", "score")
@@ -65,25 +65,18 @@ ImageSource = Callable[[set[str]], dict[str, bytes]]
 # Thumbnails.
 
 
-def thumbnail(data: bytes, side: int = THUMBNAIL_SIDE, *,
-              box: tuple[float, float, float, float] | None = None,
-              square: bool = False) -> bytes | None:
-  """A small upright JPEG of the image `data`, or None where nothing of it decodes.
-
-  With `box` and `square`, framed as a sized config stores it: the box, then
-  the centre square. A JPEG is decoded at 1/2 to 1/8 scale (PIL's draft), so a
-  thumbnail costs a fraction of the photo's full decode.
+def thumbnail(data: bytes, side: int = THUMBNAIL_SIDE) -> bytes | None:
+  """A small upright JPEG of the image `data` (a photo as its config stores it), or None where
+  nothing of it decodes. A JPEG is decoded at 1/2 to 1/8 scale where it is large (PIL's
+  draft), so a thumbnail costs a fraction of the photo's full decode.
 
   Args:
     data: the encoded image, in any format PIL opens.
     side: the thumbnail's longer side, in pixels.
-    box: a crop box (ymin, xmin, ymax, xmax), relative to the upright image.
-    square: whether to keep the centre square and resize it to `side` by `side`.
 
   Returns:
     The thumbnail as JPEG bytes (`data` itself where it is already an upright
-    RGB JPEG of at most `side` pixels and nothing is to be framed), or None
-    where nothing of `data` decodes.
+    RGB JPEG of at most `side` pixels), or None where nothing of `data` decodes.
   """
   try:
     with warnings.catch_warnings():
@@ -91,18 +84,12 @@ def thumbnail(data: bytes, side: int = THUMBNAIL_SIDE, *,
       warnings.simplefilter("ignore")
       with Image.open(io.BytesIO(data)) as opened:
         if (opened.format == "JPEG" and opened.mode == "RGB" and max(opened.size) <= side
-            and box is None and not square and opened.getexif().get(_ORIENTATION, 1) == 1):
+            and opened.getexif().get(_ORIENTATION, 1) == 1):
           return data  # A thumbnail already (a build's, made on its workers).
-        share = min(box[2] - box[0], box[3] - box[1]) if box else 1.0
-        need = round(side * 2 / max(share, 0.05))
-        opened.draft("RGB", (need, need))
+        opened.draft("RGB", (side * 2, side * 2))
         image = ImageOps.exif_transpose(opened)
         image = (image.convert("RGBA").convert("RGB") if image.mode in ("P", "PA", "LA")
                  else image.convert("RGB"))
-        image = images.framed(image, box, square=square)
-        # Resized to the side even when smaller, as a sized config stores every photo at its size.
-        if square:
-          image = image.resize((side, side), Image.Resampling.BILINEAR)
         image.thumbnail((side, side), Image.Resampling.BILINEAR)
         out = io.BytesIO()
         image.save(out, "JPEG", quality=70)
