@@ -338,9 +338,9 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     if manual_dir is not None and storage.absolute(source).startswith(
         storage.absolute(manual_dir)):
       self._build.manual_dir = storage.absolute(manual_dir)
-    records = (writing.RecordMaker(self._example_maker(source), self.info.features)
-               if self._build.workers_write else None)
-    photos, self._build.report = self._source_scan(records).scan(
+    make_record = (writing.RecordMaker(self._example_maker(source), self.info.features)
+                   if self._build.workers_write and self.builder_config.image_size else None)
+    photos, self._build.report = self._source_scan(make_record).scan(
         source, scan_to_splits.scan_cache_dir(dl_manager))
     if not photos:
       raise ValueError(scan_to_splits.nothing_usable(source, self._build.report,
@@ -354,13 +354,14 @@ class PhotoBuilder(tfds.core.GeneratorBasedBuilder, Generic[Source],  # type: ig
     return {name: self._generate_examples(source, group, name)
             for name, group in split_photos.items() if group}
 
-  def _source_scan(self, records: writing.RecordMaker | None = None) -> scan_to_splits.SourceScan:
-    """The scan of this build's source (`scan_to_splits.SourceScan`); with `records`, its
+  def _source_scan(self, make_record: writing.RecordMaker | None = None
+                   ) -> scan_to_splits.SourceScan:
+    """The scan of this build's source (`scan_to_splits.SourceScan`); with `make_record`, its
     workers make the records of the photos they convert."""
     return scan_to_splits.SourceScan(
         type(self), self.name, self._full_name, self.builder_config.image_size, self.data_dir,
         os.fspath(tfds_private.data_dir_root(self)), self._build, self._say, self._list_source,
-        self._estimate_source, self._series_order, records)
+        self._estimate_source, self._series_order, make_record)
 
   def _generate_examples(self, source: Source, photos: list[records.Photo], split: str) -> Any:
     """Examples in location order (each archive opened once)."""

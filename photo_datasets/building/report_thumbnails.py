@@ -97,8 +97,10 @@ class _Thumbnails:
       with contextlib.suppress(OSError):  # Gone since: converted again below.
         return image.read()
     data = generation.read_or_skip(reader, photo)
-    if isinstance(data, Skipped) or not self.size:
-      return None if isinstance(data, Skipped) else data
+    if isinstance(data, Skipped):
+      return None
+    if not self.size:
+      return data
     try:
       return images.encode_image(data, photo.check, size=self.size, box=photo.box)
     except Exception:  # Generation skips it, and reports why.

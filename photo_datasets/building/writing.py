@@ -237,7 +237,9 @@ def _serialize(split: generation.LocalSplit, name: str, folder: str, features: A
   converted, image_size = split.converted, split.make.image_size
   made = [converted.take_record(photo, image_size) if converted is not None else None
           for photo in split.photos]
-  hasher = tfds_private.Hasher(name)  # For those: not `serialize`'s, which workers unpickle.
+  # The keys of those are hashed here, by a hasher of this process's: `serialize`'s, made here,
+  # would travel with it to workers that start after (spawn), and a hash object does not pickle.
+  hasher = tfds_private.Hasher(name)
 
   def items() -> Iterator[tuple[int, generation.Source | None]]:
     for index, photo in enumerate(split.photos):
