@@ -53,8 +53,7 @@ class ConvertedImages:
 
   def take_record(self, photo: Photo, size: int | None) -> Written | None:
     """Where the photo's record lies, if the scan made it from the image `take` gives."""
-    entry = self._index.get(photo.file_name)
-    return None if self.take(photo, size) is None or entry is None else entry[2]
+    return None if self.take(photo, size) is None else self._index[photo.file_name][2]
 
   def __len__(self) -> int:
     return len(self._index)

@@ -242,13 +242,11 @@ def _serialize(split: generation.LocalSplit, name: str, folder: str, features: A
   hasher = tfds_private.Hasher(name)
 
   def items() -> Iterator[tuple[int, generation.Source | None]]:
+    # The scan made the record of every photo it converted for this writer: the rest are read.
     for index, photo in enumerate(split.photos):
       if made[index] is not None:
         continue
-      image = converted.take(photo, image_size) if converted is not None else None
-      if image is not None:
-        yield index, generation.Converted(image)
-      elif photo.span is None:  # Only the builder's reader can read it: here.
+      if photo.span is None:  # Only the builder's reader can read it: here.
         yield index, generation.read_or_skip(split.reader, photo)
       else:
         yield index, None
