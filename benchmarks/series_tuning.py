@@ -23,7 +23,8 @@ beside that share among the real photos of one class that are no series.
 
 With `--keypoint_settings N`, instead: for each ORB setting of `SETTINGS`
 (keypoint side, keypoints, scales, scale step, FAST threshold), the counts
-above under the chosen rule, and on N benchmark-corpus photos the CPU time
+above and the second shots of `--second_shots` under the chosen rule, and on
+N benchmark-corpus photos the CPU time
 per photo the keypoints add to the scan's (the near-copy hashes, then the
 whole features, against the hashes, then the colour histogram alone; the
 features read the hashes' grey plane as in the scan; alternating passes,
@@ -64,7 +65,8 @@ WINDOWS = (2, 4, 8)
 # ORB settings (side, keypoints, scales, scale step, FAST threshold): the chosen one first, then
 # the one before it (224 px, 4 scales), and cheaper or larger ones.
 SETTINGS = ((288, 250, 3, 1.4, 25), (224, 250, 4, 1.4, 20), (288, 250, 3, 1.4, 30),
-            (288, 200, 3, 1.4, 35), (256, 250, 3, 1.4, 25), (288, 250, 4, 1.4, 25))
+            (288, 200, 3, 1.4, 35), (256, 250, 3, 1.4, 25), (240, 250, 3, 1.4, 25),
+            (288, 250, 4, 1.4, 25))
 # Close-ups: the centre of the photo with this share of its area, enlarged back (`close_up`).
 ZOOMS = (0.3, 0.5)
 # Off-centre close-ups: 30 % of the photo around these points, a third of the way in from two
@@ -317,6 +319,9 @@ def keypoint_settings(count: int, passes: int = 5) -> dict[str, Any]:
           (len(f) - series.HISTOGRAM_BYTES) // series.KEYPOINT_BYTES for f in made))
       row["ms per photo over the colour rule"] = round(
           statistics.median(costs[str(setting)]) - statistics.median(costs["colour"]), 3)
+      # The second shots and their look-alikes under the chosen rule, both halves.
+      shots = second_shots((series.RULE.strong_inliers,), older=False)
+      row.update(next(iter(shots.values())))
       found[str(setting)] = row
   return {"photos": count, "settings": found}
 
@@ -330,11 +335,12 @@ def _joined(pairs: list[tuple[bool, bytes, bytes]], held: bool, rule: series.Rul
   return f"{sum(series.joined(a, b, rule) for a, b in half)} / {len(half)}"
 
 
-def second_shots() -> dict[str, Any]:
+def second_shots(strongs: Sequence[int | None] = STRONGS, older: bool = True) -> dict[str, Any]:
   """Each kfood and flowers photo's second shots (`shots.second_shot`, two of each kind) beside it,
   which must join, and the look-alikes (four a class) with their second plate as a second shot of
-  each kind, which must not; for each STRONG_INLIERS of STRONGS, the counts joined on the photos
-  the parameters were chosen on and on the held-out rest (`shots.held_out`)."""
+  each kind, which must not; for each STRONG_INLIERS of `strongs` (and with `older`, version
+  1.5.0's rule), the counts joined on the photos the parameters were chosen on and on the
+  held-out rest (`shots.held_out`)."""
   from photo_datasets.testing import shots
 
   truth = ground_truth()
@@ -358,9 +364,10 @@ def second_shots() -> dict[str, Any]:
         looks[kind].append((held, corpus.features[i],
                             series.describe(images.decode_and_inspect(second)[1])))
   result: dict[str, Any] = {}
-  arms = [(f"STRONG_INLIERS {strong or 'never'}", strong, {}) for strong in STRONGS]
-  arms.append(("version 1.5.0's rule (a similarity alone, never below BAND)", None,
-               {"_homography": lambda points_a, points_b, least: 0}))
+  arms = [(f"STRONG_INLIERS {strong or 'never'}", strong, {}) for strong in strongs]
+  if older:
+    arms.append(("version 1.5.0's rule (a similarity alone, never below BAND)", None,
+                 {"_homography": lambda points_a, points_b, least: 0}))
   for arm, strong, patches in arms:
     rule = series.Rule(strong_inliers=strong)
     row = {}
