@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import logging
 import os
 import tempfile
 import threading
@@ -44,12 +45,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import BinaryIO
 
 import cv2
-import faiss
 import numpy as np
 import numpy.typing as npt
 from PIL import Image
 
-from photo_datasets.photos import near_duplicates, splits
+# faiss's loader tells, at INFO, each of its CPU builds it tries and why one did not load:
+# in `tfds build`'s log (absl shows INFO), lines that read like errors about nothing.
+logging.getLogger("faiss.loader").setLevel(logging.WARNING)
+import faiss  # noqa: E402  # After its loader's logger is quietened.
+
+from photo_datasets.photos import near_duplicates, splits  # noqa: E402
 
 _SIDE = 48  # The photo is shrunk to this square before its pixels are counted,
 _SAMPLE_SIDE = 128  # from a sample of its pixels this many on its longer side.
