@@ -38,7 +38,9 @@ of its own round, and the table gives medians.
 
 `--near_duplicates` measures instead the cost of the near-duplicate rule: the
 perceptual hashes per photo (the scan with them against the scan without) and
-the grouping of 150,000 photos' hashes.
+the grouping of 150,000 photos' hashes, in one search and in 2, 4 and 8 parts
+(each part alone, one after the other: the longest is what the grouping phase
+waits for on many workers).
 
 `--download_forms R` measures instead what reading the download as AIHub
 sends it costs: `224` builds (scan included, every core) of the same kfood.zip
@@ -292,11 +294,19 @@ def near_duplicate_costs(count: int) -> None:
         f"{sum(map(len, photos)) / len(photos) / 1e3:.0f} KB): "
         f"{without:.2f} ms without the hashes, "
         f"{with_hashes:.2f} ms with them (+{with_hashes - without:.2f} ms)")
+  hashes = _clustered_hashes(150_000, np.random.default_rng(0))
   start = time.perf_counter()
-  found = near_duplicates.groups(_clustered_hashes(150_000, np.random.default_rng(0)))
+  found = near_duplicates.groups(hashes)
   print(f"grouping 150,000 photos ({len(near_duplicates.REGIONS)} hashes each, keys within "
         f"{near_duplicates.KEY_THRESHOLD}, hashes within {near_duplicates.THRESHOLD}): "
         f"{time.perf_counter() - start:.1f} s, {len(found)} groups")
+  for parts in (2, 4, 8):
+    seconds = []
+    for part in range(parts):
+      start = time.perf_counter()
+      near_duplicates.groups(hashes, part=part, parts=parts)
+      seconds.append(time.perf_counter() - start)
+    print(f"  in {parts} parts: the longest {max(seconds):.1f} s, all {sum(seconds):.1f} s")
 
 
 def series_costs(count: int, total: int = 150_513) -> None:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageOps
 
-from photo_datasets.photos import near_duplicates
+from photo_datasets.photos import near_duplicates, splits
 from photo_datasets.photos.near_duplicates import THRESHOLD, distance, groups
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -243,6 +243,22 @@ def test_groups_rejects_bad_input() -> None:
     groups([b"too short"])
   with pytest.raises(ValueError):
     groups([_uniform([])], threshold=-1)
+  with pytest.raises(ValueError, match="part 2 is not one of 2 parts"):
+    groups([_uniform([])], part=2, parts=2)
+
+
+@pytest.mark.parametrize("parts", [2, 3, 7])
+def test_the_parts_of_the_search_joined_are_the_whole_search(parts: int) -> None:
+  """The scan shares the search out on many workers (`scan._ScanGroups`): every part's groups,
+  joined where they share a photo, are the groups of all, identical photos included."""
+  photos = _photos(600, 60, 40, seed=11)
+  photos += photos[:20] + [_uniform([])] * 3  # Identical hashes: one photo in the search.
+  whole = groups(photos)
+  pieces = [groups(photos, part=part, parts=parts) for part in range(parts)]
+  assert all(pieces) and all(piece != whole for piece in pieces)  # Each finds a share.
+  joined = splits.components(len(photos), [(group[0], other) for piece in pieces
+                                           for group in piece for other in group[1:]])
+  assert joined == whole == _brute_force_groups(photos, THRESHOLD, near_duplicates.KEY_THRESHOLD)
 
 
 def test_multi_index_and_all_pairs_group_alike(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 import pytest
 import tensorflow_datasets as tfds
@@ -158,25 +159,82 @@ def _numbered(file_name: str) -> int | None:
   return int(stem) if stem.isdigit() else None
 
 
-def test_a_worker_killed_while_grouping_loses_no_photo_and_no_near_copy(monkeypatch):
-  """The scan's groups are tasks of the pool too (`scan._ScanGroups`): a worker killed while
-  grouping the near copies leaves them to the main process; one killed while finding a class's
-  series costs that class its series, never a photo."""
-  from photo_datasets.building import executors, scan
-  from photo_datasets.catalog.build_report import BuildReport
-  from photo_datasets.photos import near_duplicates, records, series
+def _flowers_with_near_copies() -> dict[str, bytes]:
+  """24 sample flowers, numbered, and every kind of near copy of the first."""
   from photo_datasets.testing import duplicates
 
   photos = sorted((FLOWERS_SAMPLE / "flower_photos").glob("*/*.jpg"))[:24]
   files = {f"flowers/{p.parent.name}/{i:04d}.jpg": p.read_bytes() for i, p in enumerate(photos)}
   for kind, data in duplicates.near_copies(photos[0].read_bytes()).items():
     files[f"flowers/{photos[0].parent.name}/{kind}.jpg"] = data
-  candidates = [records.Candidate(name, (name,), data) for name, data in sorted(files.items())]
+  return files
 
-  def scanned(workers: int) -> tuple[list[str], BuildReport]:
-    report = BuildReport()
-    found = scan.scan(candidates, report, executor=executors.LocalExecutor(workers),
-                      series_position=_numbered)
+
+def _scanned(files: dict[str, bytes], workers: int) -> tuple[list[Any], Any]:
+  """The scan's photos of `files` on `workers`, and its report."""
+  from photo_datasets.building import executors, scan
+  from photo_datasets.catalog.build_report import BuildReport
+  from photo_datasets.photos import records
+
+  candidates = [records.Candidate(name, (name,), data) for name, data in sorted(files.items())]
+  report = BuildReport()
+  found = scan.scan(candidates, report, executor=executors.LocalExecutor(workers),
+                    series_position=_numbered)
+  return found, report
+
+
+def test_the_near_copies_searched_in_parts_are_those_of_one_search(monkeypatch, tmp_path):
+  """On many workers the near copies' search is shared out (`scan._ScanGroups`, a part a
+  task): the same groups and splits as one task's, also where a part's worker dies (the main
+  process searches again)."""
+  from photo_datasets.building import scan
+  from photo_datasets.photos import near_duplicates
+  from photo_datasets.testing import duplicates
+
+  files = _flowers_with_near_copies()
+  # Pairs too, which one part alone may not find.
+  for name in sorted(n for n in files if _numbered(n) is not None)[1:24:3]:
+    files[name.replace(".jpg", "_resized.jpg")] = duplicates.near_copies(files[name])["resized_30"]
+  expected, expected_report = _scanned(files, 1)
+  assert len(expected_report.near_duplicates) == 9
+  monkeypatch.setattr(scan, "_WORKERS_PER_NEAR_COPY_PART", 1)  # 3 workers: 3 parts.
+  real = near_duplicates.groups
+  searched = tmp_path / "parts"
+
+  def groups_of_a_part(photos, *args, **kwargs):
+    with searched.open("a") as parts:  # From the workers.
+      parts.write(f"{kwargs.get('part')} of {kwargs.get('parts')}\n")
+    return real(photos, *args, **kwargs)
+
+  monkeypatch.setattr(near_duplicates, "groups", groups_of_a_part)
+  found, report = _scanned(files, 3)
+  assert sorted(searched.read_text().splitlines()) == ["0 of 3", "1 of 3", "2 of 3"]
+  assert found == expected  # Every photo, with its split.
+  assert report.near_duplicates == expected_report.near_duplicates
+  assert report.series == expected_report.series
+  main = os.getpid()
+
+  def killed_in_part_one(photos, *args, **kwargs):
+    if os.getpid() != main and kwargs.get("part") == 1:
+      os.kill(os.getpid(), signal.SIGKILL)
+    return real(photos, *args, **kwargs)
+
+  monkeypatch.setattr(near_duplicates, "groups", killed_in_part_one)
+  found, report = _scanned(files, 3)
+  assert found == expected
+  assert report.near_duplicates == expected_report.near_duplicates
+
+
+def test_a_worker_killed_while_grouping_loses_no_photo_and_no_near_copy(monkeypatch):
+  """The scan's groups are tasks of the pool too (`scan._ScanGroups`): a worker killed while
+  grouping the near copies leaves them to the main process; one killed while finding a class's
+  series costs that class its series, never a photo."""
+  from photo_datasets.photos import near_duplicates, series
+
+  files = _flowers_with_near_copies()
+
+  def scanned(workers: int) -> tuple[list[str], Any]:
+    found, report = _scanned(files, workers)
     return [p.file_name for p in found], report
 
   expected_names, expected = scanned(1)

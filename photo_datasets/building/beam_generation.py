@@ -317,6 +317,7 @@ class BeamExecutor:
   _beside: list[RunPhase] = dataclasses.field(default_factory=list)
 
   on_this_machine = False  # Whatever the runner: a cluster's workers share the build's folder only.
+  known_workers = 1  # The runner decides how many.
 
   def map(self, task: Callable[[Item], Result], items: Iterable[Item], *,
           on_crash: Callable[[Item], Result], chunk: int) -> Iterator[Result]:

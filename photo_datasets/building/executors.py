@@ -93,6 +93,12 @@ class Executor(Protocol):
     """Whether the workers share this machine's disk (its temporary folders)."""
     ...
 
+  @property
+  def known_workers(self) -> int:
+    """How many tasks run at once, where the executor decides it; 1 where it does not (on Beam,
+    the runner)."""
+    ...
+
 
 @dataclasses.dataclass(frozen=True)
 class LocalExecutor:
@@ -143,3 +149,7 @@ class LocalExecutor:
   @property
   def on_this_machine(self) -> bool:
     return True
+
+  @property
+  def known_workers(self) -> int:
+    return self.workers

@@ -127,25 +127,32 @@ def _second_copies(twice: dict[tuple[str, str], list[str]]) -> list[str]:
           f"read the copies in {kept}, left out those in {left}"]
 
 
-# The key under which every photo's hashes go to one task, apart from the class folders' keys
-# (a folder's name holds no "/").
+# The keys under which every photo's hashes go to the near copies' tasks, a part of the search
+# each (`_NEAR_COPIES` and the part's number), apart from the class folders' keys (a folder's name
+# holds no "/").
 _NEAR_COPIES = "near copies/"
+# Workers for each part of the near copies' search: on many workers one task would take longer
+# than the series' tasks on the others (docs/performance.md#on-more-cores).
+_WORKERS_PER_NEAR_COPY_PART = 8
 
 
 @dataclasses.dataclass(frozen=True)
 class _GroupedValues:
   """A scanned photo less what only its groups need, and that keyed (`Grouping.split`): its
-  hashes under `_NEAR_COPIES`, and with `series` its series features under its class folder.
-  They go to the groups' tasks (`_ScanGroups`), not back to this process."""
+  hashes under the key of each of `near_copy_parts`, and with `series` its series features under
+  its class folder. They go to the groups' tasks (`_ScanGroups`), not back to this process."""
 
   series: bool
+  near_copy_parts: int = 1
 
   def __call__(self, result: _Scanned | Skipped
                ) -> tuple[_Scanned | Skipped, list[tuple[str, Any]]]:
     if isinstance(result, Skipped):
       return result, []
     name = result.photo.file_name
-    pairs: list[tuple[str, Any]] = [(_NEAR_COPIES, (name, result.photo.check.hashes))]
+    hashes = (name, result.photo.check.hashes)
+    pairs: list[tuple[str, Any]] = [(f"{_NEAR_COPIES}{part}", hashes)
+                                    for part in range(self.near_copy_parts)]
     if self.series:
       pairs.append((class_folder(name), (name, result.series_features, result.keypoints)))
     return dataclasses.replace(result, series_features=b"", keypoints=None), pairs
@@ -159,17 +166,21 @@ _SeriesFeatures = tuple[str, bytes, "worker_files.Written | None"]
 @dataclasses.dataclass(frozen=True)
 class _ScanGroups:
   """The groups the scan finds, as file names, from the values of one key in any order: the
-  near copies among every photo's hashes (`near_duplicates.groups`), or the series of one
-  class folder (`series.groups`; its worker reads the keypoints itself)."""
+  near copies that one of `near_copy_parts` of the search finds among every photo's hashes
+  (`near_duplicates.groups`), or the series of one class folder (`series.groups`; its worker
+  reads the keypoints itself)."""
 
   position: Callable[[str], int | None] | None
+  near_copy_parts: int = 1
 
   def __call__(self, group: tuple[str, list[Any]]) -> list[list[str]]:
     key, values = group
     values = sorted(values, key=lambda value: value[0])  # By name, as the scan's photos.
     names = [value[0] for value in values]
-    if key == _NEAR_COPIES:
-      found = near_duplicates.groups([hashes for _, hashes in values])
+    if key.startswith(_NEAR_COPIES):
+      found = near_duplicates.groups([hashes for _, hashes in values],
+                                     part=int(key.removeprefix(_NEAR_COPIES)),
+                                     parts=self.near_copy_parts)
     else:
       found = self._series(names, values)
     return [[names[i] for i in members] for members in found]
@@ -218,10 +229,11 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
   """Validates and hashes every candidate, and gives the photos of a group one split.
 
   The per-file work runs on `executor`, and so does the grouping of the near copies
-  (`_ScanGroups`). With `converted`, the scan also converts each photo for its config where
-  the scan's decode suffices. With `series_position`, it also finds the series, a class a
-  task: the workers keep the photos' keypoints in files of their own in `folder`; without
-  one, the keypoints travel with the results.
+  (`_ScanGroups`; its search in parts on many workers). With `converted`, the scan also
+  converts each photo for its config where the scan's decode suffices. With
+  `series_position`, it also finds the series, a class a task: the workers keep the photos'
+  keypoints in files of their own in `folder`; without one, the keypoints travel with the
+  results.
 
   Args:
     candidates: the source's files, in location order. A file name seen again (a second copy
@@ -242,6 +254,7 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
     (`group_near_duplicates`).
   """
   finds_series = series_position is not None
+  parts = -(-executor.known_workers // _WORKERS_PER_NEAR_COPY_PART)
   # The workers keep the keypoints in files of their own in `folder` until the series are found.
   with _keypoints_folder(folder if finds_series else None) as keypoints:
     inspect = _Inspect(converted.size if converted is not None else None,
@@ -252,8 +265,9 @@ def scan(candidates: Iterable[Candidate], report: BuildReport, *, executor: Exec
     phase = Phase(inspect, _first_copies(candidates, report), on_crash=_crashed,
                   chunk=PHOTOS_PER_TASK)
     results, grouped = executor.map_and_group(
-        phase, Grouping(_GroupedValues(series=finds_series),
-                        _ScanGroups(series_position), on_crash=_not_grouped))
+        phase, Grouping(_GroupedValues(series=finds_series, near_copy_parts=parts),
+                        _ScanGroups(series_position, near_copy_parts=parts),
+                        on_crash=_not_grouped))
     photos = _taken_results(results, report, converted)
   _count(photos, report)
   return _grouped(sorted(photos, key=lambda p: p.file_name), grouped, report)
@@ -322,13 +336,17 @@ def _grouped(photos: list[Photo], grouped: dict[str, list[list[str]] | None],
   """`photos` (sorted by name) with the split of their group: the groups the workers found, by
   name, as indexes of `photos`."""
   index_of = {p.file_name: i for i, p in enumerate(photos)}
-  near = grouped.pop(_NEAR_COPIES, None)
+  parts = [grouped.pop(key) for key in sorted(grouped) if key.startswith(_NEAR_COPIES)]
+  # The parts' groups joined where they share a photo; where a part's worker died, or no photo
+  # was scanned, the near copies are found again here.
+  near = None if not parts or None in parts else splits.components(
+      len(photos), [(index_of[group[0]], index_of[name])
+                    for part in parts for group in part or () for name in group[1:]])
   if lost := sorted(key for key, groups in grouped.items() if groups is None):
     report.warnings.append(_series_not_found(lost))
   found = sorted(sorted(index_of[name] for name in group)
                  for groups in grouped.values() if groups for group in groups)
-  return group_near_duplicates(photos, report, found, near=None if near is None else
-                               [[index_of[name] for name in group] for group in near])
+  return group_near_duplicates(photos, report, found, near=near)
 
 
 def group_near_duplicates(photos: list[Photo], report: BuildReport,

@@ -262,28 +262,38 @@ def _pairs_within(queries: npt.NDArray[np.uint64], entries: npt.NDArray[np.uint6
 
 
 def groups(photos: Sequence[bytes], threshold: int = THRESHOLD,
-           key_threshold: int = KEY_THRESHOLD) -> list[list[int]]:
+           key_threshold: int = KEY_THRESHOLD, *, part: int = 0,
+           parts: int = 1) -> list[list[int]]:
   """Indices of `photos` (each given by its `photo_hashes`) grouped
   transitively when a region of one is within `threshold` bits of the whole
   of the other (and their keys within `key_threshold`).
+
+  The search can be shared out: with `parts`, only the wholes of one part of
+  the photos are searched for among every photo's regions, and the groups
+  are those that part's links make. The groups of every part, joined where
+  they share a photo (`splits.components`), are the groups of all.
 
   Args:
     photos: each photo's `photo_hashes`.
     threshold: the most bits a region of one photo's hash may be from the
       whole of the other's.
     key_threshold: the most bits their 64-bit keys may be apart.
+    part: which part, from 0.
+    parts: how many parts the search is shared out in.
 
   Returns:
     The groups of two or more, as indices into `photos`: each sorted, and the
     list sorted by first index, so the result depends on nothing but the
-    hashes.
+    hashes (and the part).
 
   Raises:
-    ValueError: a threshold is negative, or a photo's hashes are not
-      `HASH_BYTES` for each of `REGIONS`.
+    ValueError: a threshold is negative, the part is not one of `parts`, or a
+      photo's hashes are not `HASH_BYTES` for each of `REGIONS`.
   """
   if threshold < 0 or key_threshold < 0:
     raise ValueError(f"thresholds must be >= 0, not {threshold} and {key_threshold}")
+  if not 0 <= part < parts:
+    raise ValueError(f"part {part} is not one of {parts} parts")
   if not photos:
     return []
   words = _words(photos)
@@ -297,10 +307,14 @@ def groups(photos: Sequence[bytes], threshold: int = THRESHOLD,
   regions = words.shape[1]
   keys = _keys(words)
   joined = splits.Components(len(photos))
-  copies = np.flatnonzero(first[which] != np.arange(len(photos)))
-  joined.join(np.stack([first[which[copies]], copies], axis=1))
+  if part == 0:
+    copies = np.flatnonzero(first[which] != np.arange(len(photos)))
+    joined.join(np.stack([first[which[copies]], copies], axis=1))
+  # Every `parts`-th distinct hash from `part`: the parts cost alike.
+  searched = np.arange(part, len(words), parts)
   # Wholes against every region: a region of one photo near the whole of another.
-  for whole, entry in _pairs_within(keys[:, 0], keys.ravel(), key_threshold):
+  for query, entry in _pairs_within(keys[searched, 0], keys.ravel(), key_threshold):
+    whole = searched[query]
     other, region = np.divmod(entry, regions)
     bits = np.bitwise_count(words[whole, 0] ^ words[other, region]).sum(axis=1)
     linked = (bits <= threshold) & (whole != other)
