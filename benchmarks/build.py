@@ -36,6 +36,14 @@ then the series' whole (features and matching). Every step runs once a round,
 `--rounds R` rounds (3 by default): each step's share is of the naive loop
 of its own round, and the table gives medians.
 
+`--decode_scales` measures instead what a JPEG's DCT scale does to the stored
+`224` image and to its cost: each photo decoded by libjpeg-turbo at the scan's
+scale (1/8, 1/4, 1/2 or whole, the largest reduction that keeps 224 px on the
+short side), at libjpeg's finest (the smallest M/8 that keeps them) and whole,
+its centre square resized as the conversion resizes it; the decode and resize
+on one core (median of `--rounds` passes), and the image's sharpness (its
+Laplacian's variance) and PSNR against a Lanczos resize of the whole decode.
+
 `--near_duplicates` measures instead the cost of the near-duplicate rule: the
 perceptual hashes per photo (the scan with them against the scan without) and
 the grouping of 150,000 photos' hashes, in one search and in 2, 4 and 8 parts
@@ -67,7 +75,11 @@ and the largest series it makes of photos that are no series.
 `--rounds R` compares instead only the `224` build with every core (scan included)
 with the naive loop, alternating them R times over the same photos: each
 round's ratio of their rates and the median. This VM's speed drifts within a
-run; a ratio of neighbouring passes does not.
+run; a ratio of neighbouring passes does not. Each round also gives the share of
+the machine's CPU time the hypervisor gave to other machines during each pass
+(steal, from `/proc/stat`) and the build's CPU time a photo (main process and
+workers), and the run the median of its rounds whose passes lost under 1 % to
+steal.
 
 `--phases` times instead one `224` build with every core in this process,
 phase by phase: each worker phase from its pool's start to its end, and its
@@ -184,6 +196,76 @@ def steps(count: int, rounds: int) -> None:
   for label, times in ms.items():
     shares = [t / n for t, n in zip(times, naive, strict=True)]
     print(f"  {label:58} {statistics.median(times):6.2f} {statistics.median(shares):5.0%}")
+
+
+def decode_scales(count: int, rounds: int) -> None:
+  """The stored `224` image and its decode and resize at each DCT scale rule (module docstring)."""
+  import cv2
+  import simplejpeg
+
+  from photo_datasets.photos import images
+  name, photos = benchmark_corpus.photos(count)
+  jpegs = []
+  for data in photos:
+    with contextlib.suppress(ValueError):  # simplejpeg reads no header it cannot scale.
+      height, width = simplejpeg.decode_jpeg_header(data)[:2]
+      jpegs.append((data, width, height, 8 // images.scan_reduction(images.inspect_image(data))))
+
+  def scaled(width: int, height: int, eighths: int) -> dict[str, int]:
+    return {"min_width": -(-width * eighths // 8), "min_height": -(-height * eighths // 8)}
+
+  def square(pixels: np.ndarray, method: Image.Resampling) -> np.ndarray:
+    height, width = pixels.shape[:2]
+    side = min(width, height)
+    top, left = (height - side) // 2, (width - side) // 2
+    image = Image.fromarray(np.ascontiguousarray(pixels[top:top + side, left:left + side]))
+    return np.asarray(image.resize((224, 224), method, reducing_gap=3.0 if method ==
+                                   Image.Resampling.BICUBIC else None))
+
+  def sharpness(pixels: np.ndarray) -> float:
+    grey = cv2.cvtColor(pixels, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    return float(cv2.Laplacian(grey, cv2.CV_32F).var())
+
+  def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    error = np.mean((a.astype(np.float64) - b) ** 2)
+    return float(10 * np.log10(255**2 / max(error, 1e-9)))
+
+  rules = {"the scan's": lambda w, h, scan: scan,
+           "libjpeg's finest M/8": lambda w, h, scan: next(
+               (m for m in range(1, 8) if -(-min(w, h) * m // 8) >= 224), 8),
+           "whole": lambda w, h, scan: 8}
+  references = [square(simplejpeg.decode_jpeg(data), Image.Resampling.LANCZOS)
+                for data, *_ in jpegs]
+  scales = {label: [rule(width, height, scan) for _, width, height, scan in jpegs]
+            for label, rule in rules.items()}
+
+  def stored(label: str) -> list[np.ndarray]:
+    return [square(simplejpeg.decode_jpeg(data, **scaled(width, height, eighths)),
+                   Image.Resampling.BICUBIC)
+            for (data, width, height, _), eighths in zip(jpegs, scales[label], strict=True)]
+
+  passes: dict[str, list[float]] = collections.defaultdict(list)
+  for _ in range(rounds):  # The rules alternate: the machine's drift falls on each alike.
+    for label in rules:
+      start = time.process_time()
+      stored(label)
+      passes[label].append((time.process_time() - start) / len(jpegs) * 1e3)
+  print(f"{len(jpegs)} {name} JPEGs: decoded at each rule's DCT scale, the centre square resized "
+        "to 224 (bicubic, as the conversion); ms a photo on one core (median of "
+        f"{rounds} alternating passes), and against a Lanczos resize of the whole decode, medians: "
+        "the sharpness's ratio and the PSNR, of every photo and of those decoded at a reduced "
+        "scale")
+  for label in rules:
+    images_224 = stored(label)
+    ratios = [sharpness(a) / max(sharpness(b), 1e-9)
+              for a, b in zip(images_224, references, strict=True)]
+    decibels = [psnr(a, b) for a, b in zip(images_224, references, strict=True)]
+    reduced = [i for i, eighths in enumerate(scales[label]) if eighths < 8]
+    of_reduced = (f"{statistics.median(ratios[i] for i in reduced):.2f}, "
+                  f"{statistics.median(decibels[i] for i in reduced):.1f} dB" if reduced else "-")
+    print(f"  {label:22} {statistics.median(passes[label]):5.2f} ms; reduced {len(reduced):4}: "
+          f"sharpness {statistics.median(ratios):.2f}, PSNR {statistics.median(decibels):.1f} dB; "
+          f"of the reduced {of_reduced}")
 
 
 def _record_serialiser() -> Any:
@@ -510,13 +592,14 @@ def _build_in_this_process(config: str, manual_dir: str, data_dir: str, workers:
 
   import korean_food  # noqa: F401  (registers the builder)
   builder = tfds.builder(f"korean_food/{config}", data_dir=data_dir, workers=workers)
-  start, cpu_start = time.perf_counter(), time.process_time()
+  start, cpu_start, ticks = time.perf_counter(), time.process_time(), harness.cpu_ticks()
   builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=manual_dir))
   seconds, main_cpu = time.perf_counter() - start, time.process_time() - cpu_start
+  steal = harness.steal_share(ticks, harness.cpu_ticks())
   examples = sum(split.num_examples for split in builder.info.splits.values())
   workers_usage = resource.getrusage(resource.RUSAGE_CHILDREN)
   print("RESULT " + json.dumps({
-      "seconds": seconds, "examples": examples, "rss_mb": _peak_rss_mb(),
+      "seconds": seconds, "examples": examples, "rss_mb": _peak_rss_mb(), "steal": steal,
       "main_cpu_seconds": main_cpu,
       "worker_rss_mb": workers_usage.ru_maxrss / 1024,
       "cpu_seconds": main_cpu + workers_usage.ru_utime + workers_usage.ru_stime,
@@ -663,21 +746,36 @@ def phases(manual_dir: str, corpus: str, data_dir: str, workers: int) -> None:
         f"{(time.process_time() - cpu_begin) * 1e3 / photos:.1f} in this process")
 
 
+# A VM's hypervisor hands CPU time to other machines (steal); a round whose passes lost more
+# measured the neighbours as much as the code.
+_CALM_STEAL = 0.01
+
+
 def rounds(manual_dir: str, corpus: str, workdir: str, workers: int, count: int) -> None:
   """The `224` build on `workers` against the naive loop, alternating, `count` rounds."""
-  ratios = []
+  ratios, calm = [], []
   for round_number in range(1, count + 1):
+    ticks = harness.cpu_ticks()
     photos, naive_seconds = harness.naive_loop(manual_dir)
+    naive_steal = harness.steal_share(ticks, harness.cpu_ticks())
     shutil.rmtree(f"{workdir}/data_{workers}", ignore_errors=True)
-    seconds = build("224", manual_dir, f"{workdir}/data_{workers}", workers)["seconds"]
-    ratios.append(naive_seconds / seconds)
+    result = build("224", manual_dir, f"{workdir}/data_{workers}", workers)
+    ratios.append(naive_seconds / result["seconds"])
+    steals = (naive_steal, result.get("steal"))
+    if None not in steals and max(steals) < _CALM_STEAL:
+      calm.append(ratios[-1])
+    stolen = "" if None in steals else "steal: loop {:.1%}, build {:.1%}; ".format(*steals)
     print(f"round {round_number}: naive loop {photos / naive_seconds:.0f} images/s, build 224 on "
-          f"{workers} workers {photos / seconds:.0f} images/s: {ratios[-1]:.2f} x naive",
-          flush=True)
+          f"{workers} workers {photos / result['seconds']:.0f} images/s: {ratios[-1]:.2f} x "
+          f"naive ({stolen}the build's CPU "
+          f"{result['cpu_seconds'] / photos * 1e3:.2f} ms a photo)", flush=True)
   machine = harness.machine()
   print(f"{photos} photos, {corpus}; {machine['cores_usable']} cores "
         f"({machine['cpu_model']}); build 224 against the naive loop, median of {count} rounds: "
         f"{statistics.median(ratios):.2f}")
+  if calm:
+    print(f"median of the {len(calm)} rounds whose loop and build each lost under "
+          f"{_CALM_STEAL:.0%} of the CPUs to steal: {statistics.median(calm):.2f}")
 
 
 def main() -> None:
@@ -693,6 +791,8 @@ def main() -> None:
   parser.add_argument("--tfds_buffer_mb", type=int, default=0,
                       help="with --rss: cap TFDS's in-memory shuffle buffer (default 1 GB), "
                            "to see this package's own memory")
+  parser.add_argument("--decode_scales", action="store_true",
+                      help="only the stored 224 image and its cost at each DCT scale (see above)")
   parser.add_argument("--near_duplicates", action="store_true",
                       help="only measure the cost of the near-duplicate rule")
   parser.add_argument("--series", action="store_true",
@@ -716,7 +816,8 @@ def main() -> None:
                       help="only one 224 build with every core, phase by phase (see above)")
   parser.add_argument("--rounds", type=int, metavar="R",
                       help="only the 224 build with every core against the naive loop, R "
-                           "alternating rounds; with --steps, its rounds (default 3)")
+                           "alternating rounds; with --steps or --decode_scales, their rounds "
+                           "(default 3)")
   parser.add_argument("--workdir", default="/tmp/photo_datasets_bench")
   parser.add_argument("--_build", nargs=6, help=argparse.SUPPRESS)
   args = parser.parse_args()
@@ -737,6 +838,9 @@ def main() -> None:
     return
   if args.steps:
     steps(min(args.images, 400), args.rounds or 3)
+    return
+  if args.decode_scales:
+    decode_scales(min(args.images, 400), args.rounds or 3)
     return
   if args.near_duplicates:
     near_duplicate_costs(args.images)

@@ -71,6 +71,24 @@ def load_average() -> list[float]:
   return [round(x, 2) for x in os.getloadavg()]
 
 
+def cpu_ticks() -> list[int]:
+  """The machine's CPU time so far, all CPUs, by kind (`/proc/stat`); [] where unknown."""
+  try:
+    with open("/proc/stat") as stat:
+      return [int(field) for field in stat.readline().split()[1:]]
+  except (OSError, ValueError):
+    return []
+
+
+def steal_share(before: list[int], after: list[int]) -> float | None:
+  """The share of every CPU's time between two `cpu_ticks` that the hypervisor gave to other
+  machines (steal, the eighth field): on a VM, what a run's speed does not owe to the code."""
+  if len(before) < 8 or len(after) < 8:
+    return None
+  spent = [b - a for a, b in zip(before[:8], after[:8], strict=True)]
+  return spent[7] / max(sum(spent), 1)
+
+
 def made_corpus(workdir: str, count: int,
                 realdata: Any = benchmark_corpus.REALDATA) -> tuple[str, str]:
   """(folder, corpus name) of `benchmark_corpus`'s kfood.zip of `count` photos, made once and kept
