@@ -30,7 +30,13 @@ whole features, against the hashes, then the colour histogram alone; the
 features read the hashes' grey plane as in the scan; alternating passes,
 medians) and per matched pair (each photo with the next WINDOW).
 
+With `--steep_views`, instead: each photo beside views of it steeper than
+`--second_shots`' (keystone 30 to 45 %, or 40 to 55 % and a turn of up to 15
+degrees), in three lights, joined by the chosen rule; with `--before REV`, also
+by that revision's `series.py` on the same features.
+
   python benchmarks/series_tuning.py [--mosaics 300] [--keypoint_settings 300] [--json]
+  python benchmarks/series_tuning.py --steep_views [--before REV]
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from unittest import mock
 
-from PIL import Image
+from PIL import Image, ImageOps
 
 from flowers_dataset.flowers_dataset_dataset_builder import flickr_id
 from korean_food.listing import series_position
@@ -382,6 +388,43 @@ def second_shots(strongs: Sequence[int | None] = STRONGS, older: bool = True) ->
   return result
 
 
+# Views steeper than `shots`' "angle" (keystone, widest turn in degrees), each in three lights:
+# cases harder than those the rule was chosen on.
+STEEP = {"keystone 30-45 %": ((0.30, 0.45), 8), "keystone 40-55 %, turn 15": ((0.40, 0.55), 15)}
+STEEP_LIGHTS = ("unchanged", "brightness", "white balance")
+
+
+def steep_views(before: str | None) -> dict[str, Any]:
+  """Each kfood and flowers photo beside two views of it of each of `STEEP` in each of
+  `STEEP_LIGHTS` (a JPEG at quality 80): the pairs the chosen rule joins, and with `before`, the
+  pairs that revision's `series.py` joins on the same features."""
+  import hashlib
+
+  import numpy as np
+  from series_matching import series_at
+
+  from photo_datasets.testing import shots
+
+  rules = {"this checkout": series, **({f"at {before}": series_at(before)} if before else {})}
+  pairs: dict[str, list[tuple[bytes, bytes]]] = {}
+  for corpus in (Corpus(KFOOD, series_position), Corpus(FLOWERS, flickr_id)):
+    for name, path, features in zip(corpus.names, corpus.paths, corpus.features, strict=True):
+      with Image.open(path) as opened:
+        photo = ImageOps.exif_transpose(opened).convert("RGB")
+      for view, (keystone, turn) in STEEP.items():
+        for variant in range(2):
+          seed = hashlib.sha256(f"{name}\0{view}\0{variant}".encode()).digest()
+          rng = np.random.default_rng(int.from_bytes(seed[:8], "little"))
+          moved = shots._angle(photo, rng, keystone, turn)
+          for light in STEEP_LIGHTS:
+            lit = moved if light == "unchanged" else shots._light(moved, light, rng)
+            second = images.decode_and_inspect(shots._jpeg(lit, 80))[1]
+            pairs.setdefault(f"{view}, {light}", []).append((features, series.describe(second)))
+  return {label: {kind: f"{sum(module.joined(a, b) for a, b in made)} / {len(made)}"
+                  for kind, made in pairs.items()}
+          for label, module in rules.items()}
+
+
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--mosaics", type=int, default=0,
@@ -391,8 +434,15 @@ def main() -> None:
   parser.add_argument("--second_shots", action="store_true",
                       help="instead, second shots and look-alikes under each kind of change, "
                            "both halves")
+  parser.add_argument("--steep_views", action="store_true",
+                      help="instead, views steeper than --second_shots' angles, in three lights")
+  parser.add_argument("--before", metavar="REV",
+                      help="with --steep_views, also that revision's series.py")
   parser.add_argument("--json", action="store_true")
   args = parser.parse_args()
+  if args.steep_views:
+    print(json.dumps(steep_views(args.before), ensure_ascii=False, indent=1))
+    return
   if args.second_shots:
     print(json.dumps(second_shots(), ensure_ascii=False, indent=1))
     return

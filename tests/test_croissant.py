@@ -110,7 +110,7 @@ def test_licence_and_citation(builds, name):
   # TFDS writes it too.
   assert (pathlib.Path(builds[name].data_dir) / "LICENSE").read_text() == licence
   assert metadata.cite_as == info.citation.strip()
-  assert metadata.name == name and metadata.version == "1.8.0"
+  assert metadata.name == name and metadata.version == "1.9.0"
 
 
 def test_written_for_a_build_without_one_and_kept_when_present(builds):

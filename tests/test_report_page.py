@@ -297,7 +297,7 @@ def test_the_command_writes_the_page_of_a_config_built_before_and_prints_its_pat
   data_dir, builds = built
   copy = tmp_path / "data"
   shutil.copytree(data_dir / "flowers_dataset" / "224", copy / "flowers_dataset" / "224")
-  folder = copy / "flowers_dataset" / "224" / "1.8.0"
+  folder = copy / "flowers_dataset" / "224" / "1.9.0"
   _strip_to_an_old_build(folder)
   report.main(["flowers_dataset/224", "--data_dir", str(copy)])
   assert capsys.readouterr().out.splitlines() == [str(folder / report_page.FILE_NAME)]
@@ -318,7 +318,7 @@ def test_a_config_reused_without_its_page_gets_it_once(built, tmp_path, capsys):
   data_dir, _ = built
   copy = tmp_path / "data"
   shutil.copytree(data_dir / "flowers_dataset" / "full", copy / "flowers_dataset" / "full")
-  folder = copy / "flowers_dataset" / "full" / "1.8.0"
+  folder = copy / "flowers_dataset" / "full" / "1.9.0"
   _strip_to_an_old_build(folder)
   tfds.builder("flowers_dataset/full", data_dir=str(copy)).download_and_prepare()
   page = folder / report_page.FILE_NAME
@@ -348,7 +348,7 @@ def test_the_command_writes_elsewhere_with_out_dir_and_says_so_where_it_cannot_w
   data_dir, _ = built
   copy = tmp_path / "data"
   shutil.copytree(data_dir / "flowers_dataset" / "224", copy / "flowers_dataset" / "224")
-  folder = copy / "flowers_dataset" / "224" / "1.8.0"
+  folder = copy / "flowers_dataset" / "224" / "1.9.0"
   (folder / report_page.FILE_NAME).unlink()
   # The page cannot be written there (as in a read-only data dir).
   (folder / report_page.FILE_NAME).mkdir()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import functools
 import io
 import itertools
 import multiprocessing
@@ -344,11 +345,10 @@ def test_features_kept_on_disk_group_as_in_memory(kfood):
     series.FeatureFile().add(b"short")
 
 
-def _reference_counts(a: bytes, b: bytes) -> tuple[int, int, int, int]:
-  """Version 1.8.0's matching of two photos' features, every step taken whatever its answer: the
-  ratio matches from every descriptor distance (numpy's popcounts, not faiss's search), then the
-  similarity's RANSAC consensus and inliers and the homography's inliers (0 where a guard turns
-  the fit away)."""
+@functools.lru_cache(maxsize=2)  # A pair's, for each need.
+def _reference_matches(a: bytes, b: bytes) -> tuple[np.ndarray, np.ndarray]:
+  """The ratio matches of two photos' features from every descriptor distance (numpy's popcounts,
+  not faiss's count): where they are in a and in b."""
   def parts(features: bytes) -> tuple[np.ndarray, np.ndarray]:
     kept = np.frombuffer(features, dtype=series._KEYPOINT, offset=series.HISTOGRAM_BYTES)
     where = np.stack([kept["x"], kept["y"]], axis=1).astype(np.float32) / np.float32(8)
@@ -356,7 +356,7 @@ def _reference_counts(a: bytes, b: bytes) -> tuple[int, int, int, int]:
 
   (where_a, descriptors_a), (where_b, descriptors_b) = parts(a), parts(b)
   if len(where_a) < 3 or len(where_b) < 3:
-    return 0, 0, 0, 0
+    return np.zeros((0, 2), np.float32), np.zeros((0, 2), np.float32)
   distances = np.bitwise_count(descriptors_a[:, None, :] ^ descriptors_b[None, :, :]).sum(
       axis=2, dtype=np.int64)
   good, nearest = [], []
@@ -365,13 +365,33 @@ def _reference_counts(a: bytes, b: bytes) -> tuple[int, int, int, int]:
     if row_distances[first] < series._RATIO * row_distances[second]:
       good.append(row)
       nearest.append(first)
-  points_a, points_b = where_a[good], where_b[nearest]
-  consensus = similar = homography = 0
-  if len(good) >= 3:
+  return where_a[good], where_b[nearest]
+
+
+def _reference_samples(matches: int, least: int) -> int:
+  """The fewest 2-point samples of `matches` that hold one of `least` inliers alone with
+  probability `_CONFIDENCE`, counted up one by one; at most `_ITERATIONS`."""
+  if least < 2:
+    return series._ITERATIONS
+  miss = 1 - least * (least - 1) / (matches * (matches - 1))  # A sample with an outlier.
+  samples = 1
+  while miss**samples > 1 - series._CONFIDENCE and samples < series._ITERATIONS:
+    samples += 1
+  return samples
+
+
+def _reference_counts(a: bytes, b: bytes, least: int) -> tuple[int, int, int, int]:
+  """Version 1.9.0's matching of two photos' features for a pair that needs `least` inliers, every
+  step taken whatever its answer: the ratio matches, then the similarity's RANSAC consensus and
+  inliers (the samples that find `least`) and the homography's inliers (0 where a guard turns the
+  fit away)."""
+  points_a, points_b = _reference_matches(a, b)
+  consensus = similar = 0
+  if len(points_a) >= 3:
     cv2.setRNGSeed(0)
-    fit, mask = cv2.estimateAffinePartial2D(points_a, points_b, method=cv2.RANSAC,
-                                            ransacReprojThreshold=series._INLIER_PX,
-                                            maxIters=500, refineIters=0)
+    fit, mask = cv2.estimateAffinePartial2D(
+        points_a, points_b, method=cv2.RANSAC, ransacReprojThreshold=series._INLIER_PX,
+        maxIters=_reference_samples(len(points_a), least), refineIters=0)
     if fit is not None:
       kept = mask.ravel().astype(bool)
       consensus = int(kept.sum())
@@ -379,23 +399,31 @@ def _reference_counts(a: bytes, b: bytes) -> tuple[int, int, int, int]:
       spread = float(points_a[kept].std(axis=0).min() * points_b[kept].std(axis=0).min()) ** 0.5
       if series._SCALES[0] <= scale <= series._SCALES[1] and spread >= series._SPREAD_PX:
         similar = int(kept.sum())
-  if len(good) > series._MODEL_POINTS:
-    cv2.setRNGSeed(0)
-    fit, mask = cv2.findHomography(points_a, points_b, cv2.USAC_MAGSAC, series._INLIER_PX,
-                                   maxIters=series._ITERATIONS, confidence=0.999)
-    if fit is not None and mask is not None:
-      kept = mask.ravel().astype(bool)
-      if kept.sum() > series._MODEL_POINTS and series._plausible(
-          np.asarray(fit, np.float64), points_a[kept], points_b[kept]):
-        homography = int(kept.sum())
-  return len(good), consensus, similar, homography
+  return len(points_a), consensus, similar, _reference_homography(a, b)
+
+
+@functools.lru_cache(maxsize=2)
+def _reference_homography(a: bytes, b: bytes) -> int:
+  points_a, points_b = _reference_matches(a, b)
+  if len(points_a) <= series._MODEL_POINTS:
+    return 0
+  cv2.setRNGSeed(0)
+  fit, mask = cv2.findHomography(points_a, points_b, cv2.USAC_FAST, series._INLIER_PX,
+                                 maxIters=series._ITERATIONS, confidence=series._CONFIDENCE)
+  if fit is None or mask is None:
+    return 0
+  kept = mask.ravel().astype(bool)
+  if kept.sum() > series._MODEL_POINTS and series._plausible(
+      np.asarray(fit, np.float64), points_a[kept], points_b[kept]):
+    return int(kept.sum())
+  return 0
 
 
 def _reference_inliers(counts: tuple[int, int, int, int], least: int) -> int:
-  """Version 1.8.0's `inliers(a, b, least)` from `_reference_counts`: nothing below `least` (at
-  least 3) ratio matches, the similarity where it reaches `least`, the matches are too few for a
-  homography or the similarity's consensus is below `_TILT_CONSENSUS`, else the better of the
-  two."""
+  """Version 1.9.0's `inliers(a, b, least)` from `_reference_counts(a, b, least)`: nothing below
+  `least` (at least 3) ratio matches, the similarity where it reaches `least`, the matches are too
+  few for a homography or the similarity's consensus is below `_TILT_CONSENSUS`, else the better
+  of the two."""
   matches, consensus, similar, homography = counts
   if matches < max(least, 3):
     return 0
@@ -415,14 +443,25 @@ def _same_as_the_reference(pairs: list[tuple[bytes, bytes]]) -> tuple[int, int]:
   `_LEASTS`, and counts as it does from 3; the joins at some need and the homography's joins."""
   joined = by_homography = 0
   for a, b in pairs:
-    counts = _reference_counts(a, b)
-    assert series.inliers(a, b) == _reference_inliers(counts, 3)
+    assert series.inliers(a, b) == _reference_inliers(_reference_counts(a, b, 3), 3)
     for least in _LEASTS:
+      counts = _reference_counts(a, b, least)
       reference = _reference_inliers(counts, least) >= least
       assert (series.inliers(a, b, least) >= least) == reference, (counts, least)
       joined += reference
       by_homography += reference and counts[2] < least
   return joined, by_homography
+
+
+def test_a_similarity_draws_the_samples_its_need_takes():
+  """A pair that needs more inliers among fewer matches is decided in fewer samples: the fewest
+  that hold one of inliers alone with probability `_CONFIDENCE`, never past `_ITERATIONS`."""
+  for matches in (3, 4, 10, 25, 60, 250):
+    for least in (0, 1, 2, 3, 5, 8, 10, 15, matches):
+      samples = series._similarity_samples(matches, least)
+      assert samples == _reference_samples(matches, least), (matches, least)
+  assert series._similarity_samples(25, 10) < series._similarity_samples(25, 5) < 500
+  assert series._similarity_samples(25, 25) == 1 and series._similarity_samples(250, 5) == 500
 
 
 def _window(names: list[str], position) -> list[tuple[int, int]]:
@@ -438,7 +477,7 @@ def _reference_links(names, features, position) -> list[tuple[int, int]]:
   for i, j in _window(names, position):
     needed = series.RULE.inliers_needed(series.overlap(features[i], features[j]))
     if needed is not None and (needed == 0 or _reference_inliers(
-        _reference_counts(features[i], features[j]), needed) >= needed):
+        _reference_counts(features[i], features[j], needed), needed) >= needed):
       found.append((i, j))
   return sorted(found)
 

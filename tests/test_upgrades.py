@@ -82,7 +82,7 @@ def test_a_tool_names_the_earlier_build_and_both_ways_forward(upgraded):
   assert f"korean_food/224 is not built in {data_dir} at version {version}." in message
   assert f"It holds korean_food/224 at version {EARLIER} (40 photos)" in message
   # Their notes say "Splits may change".
-  assert "; the splits may have changed in 1.7.0, 1.8.0 (" in message
+  assert "; the splits may have changed in 1.7.0, 1.8.0, 1.9.0 (" in message
   assert f"Read it as it is: korean_food/224:{EARLIER}" in message
   assert _command_in(message) == ["tfds", "build", "korean_food", "--imports", "korean_food",
                                   "--config", "224", "--data_dir", os.fspath(data_dir),

@@ -38,6 +38,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import logging
+import math
 import os
 import tempfile
 import threading
@@ -115,7 +116,11 @@ _MODEL_POINTS = 4  # A homography's own sample fits exactly: only inliers beyond
 # A tilted second shot still maps part of the plate by a similarity: the homography is fitted only
 # where the similarity's RANSAC agreed on this many matches, its 2-point sample included.
 _TILT_CONSENSUS = 4
-_ITERATIONS = 500
+_ITERATIONS = 500  # Each fit's most RANSAC samples.
+# A similarity's RANSAC draws the samples that find `least` inliers among a pair's matches with
+# this probability, no more: a pair of two plates, whose few chance inliers never reach its need,
+# costs that many samples, not `_ITERATIONS` (`_similarity_samples`).
+_CONFIDENCE = 0.999
 
 
 @dataclasses.dataclass(frozen=True)
@@ -384,16 +389,28 @@ def _plausible(fit: npt.NDArray[np.float64], points_a: npt.NDArray[np.float32],
   return bool(spread >= _SPREAD_PX)
 
 
+def _similarity_samples(matches: int, least: int) -> int:
+  """The 2-point samples that hold, with probability `_CONFIDENCE`, one of inliers alone where
+  `least` of `matches` are a similarity's inliers; at most `_ITERATIONS`."""
+  if least < 2:
+    return _ITERATIONS
+  all_inliers = least * (least - 1) / (matches * (matches - 1))  # One sample's chance.
+  if all_inliers >= 1:
+    return 1
+  return min(_ITERATIONS, math.ceil(math.log(1 - _CONFIDENCE) / math.log1p(-all_inliers)))
+
+
 def _similarity(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.float32],
                 least: int = 0) -> tuple[int, int]:
   """RANSAC's consensus for one similarity, its 2-point sample included, and the similarity's
   inliers: 0 where its scale or their spread is implausible, or where they are 3 or more but
   fewer than `least`: no guard would bring them to it. (Counts below 3 keep their guards:
-  `inliers` reports them.)"""
+  `inliers` reports them.) Its samples are those that find `least` inliers
+  (`_similarity_samples`)."""
   cv2.setRNGSeed(0)  # RANSAC's samples: the same photos, the same count.
-  fit, mask = cv2.estimateAffinePartial2D(points_a, points_b, method=cv2.RANSAC,
-                                          ransacReprojThreshold=_INLIER_PX, maxIters=500,
-                                          refineIters=0)
+  fit, mask = cv2.estimateAffinePartial2D(
+      points_a, points_b, method=cv2.RANSAC, ransacReprojThreshold=_INLIER_PX,
+      maxIters=_similarity_samples(len(points_a), least), refineIters=0)
   if fit is None:
     return 0, 0
   kept = mask.ravel().astype(bool)
@@ -410,9 +427,11 @@ def _homography(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.floa
                 least: int) -> int:
   """The homography's inliers, 0 where they are its own sample alone, fewer than `least` or
   implausible: its guards only for a count that would decide."""
-  cv2.setRNGSeed(0)  # MAGSAC's samples too: the same photos, the same count.
-  fit, mask = cv2.findHomography(points_a, points_b, cv2.USAC_MAGSAC, _INLIER_PX,
-                                 maxIters=_ITERATIONS, confidence=0.999)
+  cv2.setRNGSeed(0)  # USAC's samples too: the same photos, the same count.
+  # USAC_FAST: MAGSAC's decisions on the shared photos' pairs at about half its cost
+  # (docs/splits.md#cost).
+  fit, mask = cv2.findHomography(points_a, points_b, cv2.USAC_FAST, _INLIER_PX,
+                                 maxIters=_ITERATIONS, confidence=_CONFIDENCE)
   if fit is None or mask is None:
     return 0
   kept = mask.ravel().astype(bool)
@@ -429,9 +448,10 @@ def _fit(a: _Keypoints, b: _Keypoints, least: int) -> int:
   fitted only where the similarity's RANSAC agreed on `_TILT_CONSENSUS` matches.
 
   Each step runs only where it can still bring the count to `least`, the need it is compared with:
-  no fit on fewer ratio matches, no homography where the similarity reaches it, and no guards for a
-  model's count short of it. Whether the count reaches `least` is what every step would give; a
-  count from 3 below it may read 0 (for `least` 3, every count is as every step would give)."""
+  no fit on fewer ratio matches, the similarity's samples those that find `least` inliers, no
+  homography where the similarity reaches it, and no guards for a model's count short of it.
+  Whether the count reaches `least` is what every step would give; a count from 3 below it may
+  read 0 (for `least` 3, every count is as every step would give)."""
   (where_a, descriptors_a), (where_b, descriptors_b) = a, b
   if len(where_a) < 3 or len(where_b) < 3:
     return 0

@@ -72,10 +72,11 @@ def _closer(image: Image.Image, rng: np.random.Generator, tilt: float) -> Image.
   return _view(image, corners * (width, height))
 
 
-def _angle(image: Image.Image, rng: np.random.Generator) -> Image.Image:
+def _angle(image: Image.Image, rng: np.random.Generator,
+           keystone: tuple[float, float] = (0.15, 0.30), most_turn: float = 8) -> Image.Image:
   width, height = image.size
-  k = rng.uniform(0.15, 0.30) / 2  # The far edge 15 to 30 % shorter than the near one.
-  turn = np.radians(rng.uniform(-8, 8))
+  k = rng.uniform(*keystone) / 2  # The far edge this much shorter than the near one.
+  turn = np.radians(rng.uniform(-most_turn, most_turn))
   i = 0.05 + 0.4 * abs(np.sin(turn))  # Room for the turn inside the photo.
   far = int(rng.integers(4))  # From higher (the top edge far), lower, or a side.
   corners = np.array([
