@@ -371,7 +371,7 @@ def _reference_matches(a: bytes, b: bytes) -> tuple[np.ndarray, np.ndarray]:
 def _reference_samples(matches: int, least: int) -> int:
   """The fewest 2-point samples of `matches` that hold one of `least` inliers alone with
   probability `_CONFIDENCE`, counted up one by one; at most `_ITERATIONS`."""
-  if least < 2:
+  if least < 2 or matches < 2:
     return series._ITERATIONS
   miss = 1 - least * (least - 1) / (matches * (matches - 1))  # A sample with an outlier.
   samples = 1
@@ -456,7 +456,7 @@ def _same_as_the_reference(pairs: list[tuple[bytes, bytes]]) -> tuple[int, int]:
 def test_a_similarity_draws_the_samples_its_need_takes():
   """A pair that needs more inliers among fewer matches is decided in fewer samples: the fewest
   that hold one of inliers alone with probability `_CONFIDENCE`, never past `_ITERATIONS`."""
-  for matches in (3, 4, 10, 25, 60, 250):
+  for matches in (0, 1, 3, 4, 10, 25, 60, 250):
     for least in (0, 1, 2, 3, 5, 8, 10, 15, matches):
       samples = series._similarity_samples(matches, least)
       assert samples == _reference_samples(matches, least), (matches, least)

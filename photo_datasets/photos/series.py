@@ -117,9 +117,9 @@ _MODEL_POINTS = 4  # A homography's own sample fits exactly: only inliers beyond
 # where the similarity's RANSAC agreed on this many matches, its 2-point sample included.
 _TILT_CONSENSUS = 4
 _ITERATIONS = 500  # Each fit's most RANSAC samples.
-# A similarity's RANSAC draws the samples that find `least` inliers among a pair's matches with
-# this probability, no more: a pair of two plates, whose few chance inliers never reach its need,
-# costs that many samples, not `_ITERATIONS` (`_similarity_samples`).
+# Both fits' confidence. A similarity's RANSAC draws the samples that find `least` inliers among a
+# pair's matches with this probability, no more: a pair of two plates, whose few chance inliers
+# never reach its need, costs that many samples, not `_ITERATIONS` (`_similarity_samples`).
 _CONFIDENCE = 0.999
 
 
@@ -392,7 +392,7 @@ def _plausible(fit: npt.NDArray[np.float64], points_a: npt.NDArray[np.float32],
 def _similarity_samples(matches: int, least: int) -> int:
   """The 2-point samples that hold, with probability `_CONFIDENCE`, one of inliers alone where
   `least` of `matches` are a similarity's inliers; at most `_ITERATIONS`."""
-  if least < 2:
+  if least < 2 or matches < 2:
     return _ITERATIONS
   all_inliers = least * (least - 1) / (matches * (matches - 1))  # One sample's chance.
   if all_inliers >= 1:
@@ -428,7 +428,7 @@ def _homography(points_a: npt.NDArray[np.float32], points_b: npt.NDArray[np.floa
   """The homography's inliers, 0 where they are its own sample alone, fewer than `least` or
   implausible: its guards only for a count that would decide."""
   cv2.setRNGSeed(0)  # USAC's samples too: the same photos, the same count.
-  # USAC_FAST: MAGSAC's decisions on the shared photos' pairs at about half its cost
+  # USAC_FAST: MAGSAC's decisions on the shared photos' pairs, at less of its cost
   # (docs/splits.md#cost).
   fit, mask = cv2.findHomography(points_a, points_b, cv2.USAC_FAST, _INLIER_PX,
                                  maxIters=_ITERATIONS, confidence=_CONFIDENCE)
